@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from analyzers import rules_structured as structured
+from analyzers.guide_places import sub_project_guides, sub_project_of
 from analyzers.rules_text import (
     MAX_CHARS,
     Segment,
@@ -111,6 +112,9 @@ class Rule:
     lower: tuple[str, ...] = ()  # extracted values said mid-statement (first letter lowered)
     keep_condition: bool = False  # a rule the file states under a condition ("if you change
     # the public API, add an entry ...") is stated with it, not as asked of every PR
+    conditional: str = ""  # with keep_condition: the statement said under a condition, its
+    # `{condition}` filled ("Open an issue first, for a new X"), when the statement itself names
+    # the cases ("... new features or larger changes ...") the condition replaces
     absence: bool = False  # the statement says a rule is NOT stated ("No sign-off rule is
     # stated; ..."): never made when a file has sentences the patterns cannot read
     permission: bool = False  # the statement says what is allowed ("Anyone in the community
@@ -229,6 +233,7 @@ def table() -> Table:
             bare_paths=bool(raw.get("bare_paths", False)),
             lower=tuple(raw.get("lower", [])),
             keep_condition=bool(raw.get("keep_condition", False)),
+            conditional=str(raw.get("conditional", "")),
             absence=bool(raw.get("absence", False)),
             permission=bool(raw.get("permission", False)),
             weak_first=tuple(key_for(e) for e in raw.get("weak_first", [])),
@@ -619,6 +624,10 @@ _SECTION_SKIP = re.compile(
     r"|(?:these|the following|this section[’']?s?)\s(?:rules\s|guidelines\s|instructions\s|steps\s"
     r"|requirements\s)?(?:no longer apply|no longer applies|(?:is|are) no longer (?:in effect|valid|required|used)"
     r"|(?:is|are) (?:deprecated|obsolete|outdated))"
+    # or that it is for who merges ("The rest of this section is for maintainers.") (rules82)
+    r"|(?:this|the rest of this|the following)\s(?:section|part|page|chapter)\s(?:is|are)\s(?:only\s)?"
+    r"(?:for|meant for|intended for|addressed to)\s(?:the\s)?(?:maintainers|committers|release managers"
+    r"|reviewers|the core team)"
     r")\s{0,3}[~*_]{0,2}[.!]", re.I)
 
 
@@ -802,32 +811,25 @@ def scoped_sections(text: str) -> tuple[set[str], set[str]]:
     return scoped, dropped - kept
 
 
-# Folders of a monorepo whose subfolders are packages: a contribution guide inside one
-# (`packages/<name>/CONTRIBUTING.md`) is that package's guide.
-_PACKAGE_GUIDE = re.compile(
-    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
-    r"/[^/]{1,100}/contributing[^/]{0,40}$", re.I)
-_PACKAGE_FOLDER = re.compile(
-    r"^(?:packages|libs?|crates|plugins|extensions|integrations|apps|modules|components)"
-    r"/[^/]{1,100}/(?=.)", re.I)
-
-
-def part_files(kinds: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+def part_files(kinds: Mapping[str, str], files: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     """Files that ask their rules of some pull requests only ({path: (wording key, name)}), so
     a rule only they state is said as theirs, not of every PR (rules75):
     - a PR template of a `PULL_REQUEST_TEMPLATE/` folder holding several: each is chosen for
       one kind of pull request ("new_trainer.md"), named by its file name in words;
-    - a package's own guide in a monorepo (`packages/<name>/CONTRIBUTING.md`): its rules are
-      the package's, named by its folder."""
+    - a sub-project's own guide (`packages/<name>/CONTRIBUTING.md`, `sdk/python/CONTRIBUTING.md`:
+      the folders the fetch reads one from, analyzers/guide_places.py), and the pages inside its
+      folder: their rules are the sub-project's, named by its folder (fetch82)."""
     folder = [p for p, k in kinds.items() if k == "pr_template"
               and p.lower().rsplit("/", 2)[-2:-1] == ["pull_request_template"]]
     parts = {p: ("template_scoped", re.sub(r"[\s_-]+", " ", p.rsplit("/", 1)[-1].rsplit(".", 1)[0]).strip())
              for p in folder} if len(folder) > 1 else {}
-    parts.update({p: ("package_scoped", p.rsplit("/", 1)[0] + "/") for p, k in kinds.items()
-                  if k == "contributing" and _PACKAGE_GUIDE.match(p)})
+    guides = sub_project_guides({p: files[p] for p in kinds})
+    parts.update({p: ("package_scoped", folder) for p, folder in guides.items()})
     # a page inside a package's folder (one its guide links to, fetch79) is the package's too
-    parts.update({p: ("package_scoped", m.group(0)) for p, k in kinds.items()
-                  if k == "doc" and (m := _PACKAGE_FOLDER.match(p))})
+    folders = frozenset(guides.values())
+    parts.update({p: ("package_scoped", folder) for p, k in kinds.items()
+                  if k in ("doc", "contributing") and p not in guides
+                  and (folder := sub_project_of(p, folders))})
     return parts
 
 
@@ -849,7 +851,7 @@ _SUBJECT_POINTS_BACK = re.compile(
 
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
-    parts = part_files(kinds)
+    parts = part_files(kinds, files)
     for path, text in files.items():
         kind = kinds[path]
         if kind in ("workflow", "codeowners", "ruleset"):
@@ -1063,6 +1065,10 @@ CLAUSE_BREAKS = frozenset({".", ";", ":", "!", "?", ",", "but", "however", "alth
 CONDITIONAL = frozenset({"if", "when", "whenever", "once", "unless"})
 
 
+# The letters around the first "." of "e.g." and "i.e.".
+_E_G = frozenset({("e", "g"), ("i", "e")})
+
+
 # Where a sentence ends inside a segment (a bare "Not needed." waives the sentence before it).
 SENTENCE_BREAKS = frozenset({".", ";", "!", "?"})
 
@@ -1104,6 +1110,22 @@ def _permits(doc: Any, i: int) -> bool:
     return True
 
 
+# A wish of the contributor's as a clause of its own or a sentence's last words ("If you want,
+# you can add a test", "open an issue first if you like"): the sentence asks nothing. "If you
+# want to add a trainer, ..." is a condition and is not one (rules82).
+_BARE_WISH = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:want|like|wish|prefer"
+                        r"|feel\slike\sit|care)(?:\sto)?$")
+_WISH_WORDS = re.compile(r"\b(?:if|when|whenever)\s(?:you|you'd|you\swould)\s(?:want|like|wish|prefer"
+                         r"|feel|care)\b")
+
+
+# A clause whose subject is other projects ("Many repositories, e.g. X, require a CLA; we ...",
+# "Other frameworks ask for ..."): what follows it to the end of its sentence is their rule, not
+# this project's; "Like many projects, we require ..." (a comparison) is no such subject (rules82).
+_OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:other\s)?"
+                             r"(?:projects|repositories|repos|frameworks|libraries|codebases)\b")
+
+
 # What a permission asks in return ("... is welcome as long as the PR says which tool").
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
@@ -1142,7 +1164,9 @@ def waived_clauses(doc: Any) -> list[int]:
         contrast = pair in tab.contrasts
         if (token.lower_ in CLAUSE_BREAKS or contrast) and texts[-1]:
             texts.append([])
-            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS))
+            # "e.g." / "i.e." end no sentence (the text is matched with "." spaced out) (rules82)
+            sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS and not (
+                pair is not None and token.i > 0 and (doc[token.i - 1].lower_, pair[1][:1]) in _E_G)))
         if contrast:
             contrasted.add(len(texts) - 1)
             contrast_words |= {token.i, token.i + 1}
@@ -1161,7 +1185,9 @@ def waived_clauses(doc: Any) -> list[int]:
     whole: set[int] = set()  # sentences waived as a whole
     for i, words in enumerate(texts):
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
-        if is_bare_waiver(text):
+        if _BARE_WISH.search(text):
+            whole.add(sentence_of[i])  # its own sentence only: the wish is in it
+        elif is_bare_waiver(text):
             whole.add(sentence_of[i])
             if sentence_of.count(sentence_of[i]) == 1:
                 # "Post the numbers. Not needed." (alone in its sentence: about the one before);
@@ -1174,6 +1200,8 @@ def waived_clauses(doc: Any) -> list[int]:
         sentences[sentence_of[i]] = sentences.get(sentence_of[i], "") + "".join(words)
     whole |= {s for s, text in sentences.items() if TOLD_AS_PAST.search(text)}
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
+    others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
+    waived |= {i for first in others for i in range(first, len(texts)) if sentence_of[i] == sentence_of[first]}
     waived |= contrasted
     return [c if c in waived and (c not in contrasted or i not in contrast_words) else -1
             for i, c in enumerate(clause_of)]
@@ -1196,6 +1224,23 @@ def lead_waives(seg: Segment) -> bool:
 _INVITATION = re.compile(
     r"\b(?:contributions?|pull\s{1,3}requests?|prs?|patches|bug\s{1,3}fixes|fixes|improvements|features?)\b"
     r"[^.:;]{0,80}?\b(?:are|is)\s{1,3}(?:\w{1,12}\s{1,3})?welcome\b")
+
+
+# The whole box, or with a short remark ("N/A (docs only)"): "No new warnings" is a box to tick.
+_NO_BOX = re.compile(r"(?:n/?a|none|no|not applicable|not needed|not required|does not apply"
+                     r"|doesn[’']t apply|no changes? needed|nothing to add)(?:\s{0,3}[(:—–-][^\n]{0,60})?", re.I)
+
+
+def chosen_boxes(segments: list[Segment]) -> set[int]:
+    """The checkbox items (ids) of a list that also offers a "not needed" / "N/A" box ("## Changelog"
+    / "- [ ] Not needed" / "- [ ] Added to CHANGELOG.md"): one box of them is ticked, a choice, so
+    none of them is a rule (rules82). A list is the boxes of one file, section and indent."""
+    lists: dict[tuple[str, str, int], list[Segment]] = {}
+    for seg in segments:
+        if seg.kind == "item" and seg.checkbox:
+            lists.setdefault((seg.file, seg.section, seg.indent), []).append(seg)
+    return {id(box) for boxes in lists.values()
+            if any(_NO_BOX.fullmatch(_EDGE_PUNCTUATION.sub("", b.text[:120])) for b in boxes) for box in boxes}
 
 
 def heading_waives(section: str) -> bool:
@@ -1292,7 +1337,8 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
                 condition = stated_condition(seg.matched, table().waived, piece, seg.section)
                 if condition is not None:
                     values["_conditional"] = (
-                        f"{statement.rstrip('.')}, {condition}." if condition else "")
+                        rule.conditional.replace("{condition}", condition) if condition and rule.conditional
+                        else f"{statement.rstrip('.')}, {condition}." if condition else "")
             elif rule.keep_condition and seg.kind == "combined" and (condition := heading_condition(seg.section)):
                 # a list joined to its lead tells nothing of which item has a condition, but
                 # the heading above it names the changes the whole list is about (rules79)
@@ -1389,6 +1435,10 @@ _NOT_A_CONDITION_AFTER = frozenset({
 # "when you open a PR": every PR, no condition
 _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?\s(?:a|the|your)\s"
                        r"(?:new\s)?(?:pr|pull\srequest)s?", re.I)
+# "When reviewing, check that the PR has a changelog entry": the reviewer's time, no condition of
+# the PR's; what is checked is asked of every PR (rules82)
+_REVIEWING = re.compile(r"(?:(?:you|a\smaintainer|maintainers|a\sreviewer|reviewers)\s(?:are\s)?"
+                        r"review(?:s|ing)?|reviewing)\b", re.I)
 MAX_CONDITION = 80
 # What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
 # "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
@@ -1409,7 +1459,7 @@ _SCOPE_CONDITION = re.compile(
     # or as the folder that is the sentence's subject: "`pkg/core/` needs 2 approvals" (rules76)
     r"|^[-*\s]{0,4}(`?(?:[\w.-]{1,40}/){1,6}`?)(?=\s(?:needs?|requires?|gets?)\b)"
     # or as the new thing it opens with: "For a new speech model, include ..." (rules79)
-    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,60}?)(?=,)"
+    r"|^[-*\s]{0,4}for\s((?:a|an|any|each|every)\snew\s[\w -]{3,80}?)(?=,)"
     # or as the changes a sentence opens with: "For changes to the kernels or the scheduler,
     # include ...", "For GPU kernel changes, paste ..." (to the comma before the request: a
     # list's commas are followed by an article or "or"; "For all changes" is every PR) (rules80)
@@ -1467,7 +1517,7 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         # markup dropped as plain() does, but a name's inner "_" kept ("pkg_name/")
         clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(2)).split())
         word = m.group(1).lower()
-        if _EVERY_PR.fullmatch(clause):
+        if _EVERY_PR.fullmatch(clause) or _REVIEWING.match(clause):
             return ""
         if clause.lower() in ("yes", "no", "not"):
             # "If yes: ..." answers a template's question: the condition is the question's
@@ -1527,9 +1577,9 @@ def unnamed_ai(text: str) -> str:
     return _CHUNK.sub(blank, text)
 
 
-def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any]]:
+def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, str]) -> list[dict[str, Any]]:
     tab = table()
-    parts = part_files(kinds)
+    parts = part_files(kinds, files)
     directive: dict[int, bool] = {}  # per segment, computed when a directive rule asks
     pipe = _nlp()
     strings = pipe.vocab.strings
@@ -1539,6 +1589,7 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
     named_in_prose: set[str] = set()
     docs = pipe.tokenizer.pipe(bounded_runs(match_form(unnamed_ai(s.matched))) for s in segments)
     notes = replacing_notes(segments)
+    choices = chosen_boxes(segments)
     # per replacing note (by its first sentence's index), the words the note speaks of
     replaced_words: dict[int, set[str]] = {}
     for index, (seg, doc) in enumerate(zip(segments, docs, strict=True)):
@@ -1585,8 +1636,10 @@ def _match(segments: list[Segment], kinds: dict[str, str]) -> list[dict[str, Any
                     continue
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
+                              or id(seg) in choices
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
-                              or tab.contrast.search(low) or _MAY.search(low) or TOLD_AS_PAST.search(low) else [])
+                              or tab.contrast.search(low) or _MAY.search(low)
+                              or _WISH_WORDS.search(low) or TOLD_AS_PAST.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None
@@ -1774,18 +1827,21 @@ def _scoped_statement(statement: str, zh: str | None, key: str,
     """A statement (English, Chinese) said of some pull requests only: texts[key], naming
     `names` (the PR templates, the packages) where it has `{names}`."""
     quoted = ", ".join(f"“{name}”" for name in names)
+    if key == "package_scoped" and len(names) > 1:
+        key = "packages_scoped"  # several packages, each by its own guide (fetch82)
     scope = {lang: text.replace("{names}", quoted) for lang, text in wording().texts[key].items()}
     return f"{statement.rstrip('.')} {scope['en']}.", (f"{zh.rstrip('。')}{scope['zh']}。" if zh else None)
 
 
-def said_of_packages(facts: list[dict[str, Any]], kinds: Mapping[str, str]) -> list[dict[str, Any]]:
+def said_of_packages(facts: list[dict[str, Any]], kinds: Mapping[str, str],
+                     files: Mapping[str, str]) -> list[dict[str, Any]]:
     """Facts that only package guides state, said of those packages: `packages` names them
     (their folders) and the statement says so. A setting only package guides state (a
     policy block's) is theirs too, not every PR's; the same statement from several packages'
     guides, whichever rule read it, is ONE fact naming and citing each package (fetch79:
     it was said of one package, or twice, or of every PR). One the repository's own files
     state for every PR covers them: the packages' copies are not said again."""
-    parts = part_files(kinds)
+    parts = part_files(kinds, files)
     names = {p: name for p, (key, name) in parts.items() if key == "package_scoped"}
     for fact in facts:
         sources = [s for s in fact.get("sources") or [] if s]
@@ -1963,12 +2019,12 @@ def summarize_rules(files: Mapping[str, str], framework: str | None = None) -> d
     files = {p: files[p] for p in sorted(kinds, key=lambda p: (KIND_ORDER.get(kinds[p], 9), p))}
     tab = table()
     segments = _segments(files, kinds)
-    matched = _match(segments, kinds)
+    matched = _match(segments, kinds, files)
     stated_in_prose = {f["topic"] for f in matched}
     # a policy block's setting is said when the prose does not state its topic (rules77)
     facts = said_of_packages(
         [f for f in _structural(files, kinds)
-         if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched, kinds)
+         if not (f["rule"].startswith("policy_") and f["topic"] in stated_in_prose)] + matched, kinds, files)
     if framework:
         for obs in observed_facts().get(framework, []):
             facts.append({

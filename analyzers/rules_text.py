@@ -37,6 +37,14 @@ _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
 # A checklist written with ballot boxes ("☐ Make sure existing tests pass.<br>"): a task item.
 _BALLOT = re.compile(r"^(\s*)[☐☑☒□✅✔]\ufe0f?\s*(?=\S)")
 _BOLD_LEAD = re.compile(r"^\*\*([^*\n]{1,120})\*\*:?\s*")
+# A lead that introduces a counter-example ("An example of a description to avoid:", "Don't
+# write commit messages like this:", "Bad example:"): the quote or code block under it is
+# what not to write, and its words state no rule (rules82).
+_COUNTER_EXAMPLE = re.compile(
+    r"\b(?:bad|wrong|poor)\s(?:examples?|descriptions?|messages?|titles?|commits?|prs?)\b"
+    r"|\bexamples?\b[^:]{0,60}\b(?:avoid|not\sto|don[’']?t|do\snot)\b"
+    r"|\b(?:avoid|don[’']?t|do\snot|never)\b[^:]{0,60}\blike\s(?:this|that|the\sfollowing)\b"
+    r"|\bnot\slike\s(?:this|that)\b|^(?:bad|wrong|❌)\W{0,3}:$", re.I)
 _TABLE_SEP = re.compile(r"^[\s|:\-]+$")
 _ADMONITION = re.compile(r"^\[!\w+\]\s*")
 _UNDERLINE = re.compile(r"^ {0,3}(?:={3,}|-{3,}|~{3,}|\^{3,}|\*{3,}|\+{3,})\s*$")
@@ -370,9 +378,11 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
     asked = ""  # a short question heading not yet answered (read with its first sentence)
     asked_heading: Segment | None = None  # its segment
     answered_no: set[int] = set()  # ids of question segments whose answer is "No."
+    counter = False  # the last paragraph introduced a counter-example: its quote / code is skipped
+    counter_fence = False  # inside a fenced block that is such an example
 
     def flush() -> None:
-        nonlocal lead, block, intro, asked, asked_heading
+        nonlocal lead, block, intro, asked, asked_heading, counter
         if not para:
             return
         if para[-1].endswith("::") and not block:
@@ -422,6 +432,7 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         asked = ""
         asked_heading = None
         lead = last if last is not None and last.text.endswith(":") else None
+        counter = lead is not None and _COUNTER_EXAMPLE.search(lead.text[-300:]) is not None
         intro = last.text if last is not None else ""
 
     def heading(text: str) -> None:
@@ -463,8 +474,8 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
             continue
         if fence is not None:
             if line.strip().startswith(fence):
-                fence = None
-            elif line.strip():
+                fence, counter_fence = None, False
+            elif line.strip() and not counter_fence:
                 code = line.strip()
                 segments.append(Segment(code, file, "code", section, [code[:MAX_CODE_SPAN]]))
             continue
@@ -488,12 +499,16 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
         if m:
             flush()
             fence = m.group(1)[:3]
+            counter_fence, counter = counter, False
             continue
         stripped = line.strip()
         if not stripped:
             flush()
             in_table = False
             continue
+        if counter and stripped.startswith(">"):
+            continue  # a quoted counter-example
+        counter = False
         if block and raw[:1] not in (" ", "\t"):
             block = ""  # the directive's indented body has ended
         pm = _PROSE_BLOCK.match(line)
@@ -532,6 +547,14 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 dont_columns = {k for k, c in enumerate(cells[:MAX_YES_CELLS + 1])
                                 if _DONT_HEADER.match(c)}
             if dont_columns:
+                # a cell that forbids a thing "without" a step asks that step before it ("Add a
+                # dependency without asking in an issue first"): read as the sentence it means,
+                # "Don't ..."; the column's other cells stay unread (rules82)
+                for k in dont_columns:
+                    if in_table and k < len(cells) and _FORBIDDEN_WITHOUT.search(cells[k]):
+                        forbidden, forbidden_codes = inline(cells[k])
+                        segments.append(Segment(f"Don't {forbidden[:1].lower()}{forbidden[1:]}", file,
+                                                "sentence", section, forbidden_codes))
                 cells = [c for k, c in enumerate(cells) if k not in dont_columns]
             plains = [inline(c) for c in cells]
             row_text = " — ".join(p for p, _ in plains if p)
@@ -593,6 +616,10 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
 # no prohibition form, so its cells are not read (their words would state the opposite
 # rule: "Force-push after review has started" is no review rule) (rules73).
 _DONT_HEADER = re.compile(r"^[^\w]{0,8}(?:don[’']?t|do not|avoid|never|not ok|bad|wrong)\b[^\w]{0,8}$", re.I)
+
+
+# A forbidden thing's missing step ("... without asking in an issue first").
+_FORBIDDEN_WITHOUT = re.compile(r"\swithout\s(?:first\s)?(?:asking|discussing|opening|an?\s)", re.I)
 
 
 # A cell that answers its column with yes ("| Bug fix | ... | yes, under Fixed |").

@@ -16,6 +16,8 @@ The rules (also returned as text under "rules", so every reader of the numbers h
   date counts as landed, but not in the days, the median or first-anywhere.
 - First anywhere: the framework(s) holding a method's earliest dated landing (a tie counts
   for each framework sharing that date).
+- Reached: the study methods with at least one verified landing; given beside the published
+  study's headline (PUBLISHED: 37 of 1,598 papers), which counts papers, not catalog methods.
 - Median days: the median of a framework's landing days (the mean of the two middle values
   for an even count).
 - Detected landing: a merged pull request in a framework's repository that the analyzers call
@@ -54,6 +56,11 @@ REVIEW_GROUPS = ("merged_prs", "unmerged_prs", "requests")
 PROPOSAL_BUCKETS = ("all", "open", "declined", "lapsed")
 OPEN_STATES = frozenset({"open_no_reply", "open_replied"})
 DECLINED_STATES = frozenset({"declined", "redirected"})
+# The published study's headline (the paper the catalog's verified landings come from, dated
+# 2026-10-20; its framework snapshots of September and October 2026): how many papers it
+# followed and how many of them reached at least one framework. Stated beside the live figure,
+# which counts the catalog's study methods, not those papers (the catalog holds 35 methods).
+PUBLISHED = {"date": "2026-10-20", "papers": 1598, "reached": 37}
 CONCERN_KINDS = ("design_or_interface", "tests_or_docs", "maintenance_burden", "evidence",
                  "placement", "demand", "already_covered", "other")
 
@@ -73,6 +80,9 @@ RULES: dict[str, str] = {
              "date the tracker shows; days are whole days between two such dates, so a landing "
              "within a day of the paper may be one day off (the shared data does not say in "
              "which zone a commit was dated)",
+    "reached": "study methods with at least one verified landing (detected landings not "
+               "counted); the published study's 37 of 1,598 counts papers up to its own "
+               "snapshots, which the catalog does not hold, so the two are not the same count",
     "undated_landing": "a landing whose options carry no first-commit date counts in methods "
                        "landed, not in days, medians or first-anywhere",
     "first_anywhere": "the framework(s) with the method's earliest dated landing; a tie counts "
@@ -297,7 +307,8 @@ def compute_study(catalog: Catalog, threads: Iterable[StudyThread],
         rows.append({"method": m.id, "name": m.name, "first_public": m.first_public,
                      "first_public_date": start.isoformat(),
                      "frameworks": [x["framework"] for x in mine],
-                     "first_landing": earliest})
+                     "first_landing": earliest,
+                     "first_landing_days": min((x["days"] for x in dated), default=None)})
 
     detected = _detected(catalog, threads, published, seen or {})
     carried = {m.id for m in catalog.methods.values() if any(lands(m, f) for f in frameworks)}
@@ -335,6 +346,7 @@ def compute_study(catalog: Catalog, threads: Iterable[StudyThread],
             },
         }
 
+    sets.put("reached", sorted(r["method"] for r in rows if r["frameworks"]))
     review: dict[str, Any] = {}
     for group in REVIEW_GROUPS:
         members = [t for t in threads if _framework(catalog, t) and _group(t) == group]
@@ -353,8 +365,11 @@ def compute_study(catalog: Catalog, threads: Iterable[StudyThread],
             },
         }
 
+    reached = [r["method"] for r in rows if r["frameworks"]]
     return {
         "rules": dict(RULES),
+        "published": dict(PUBLISHED),
+        "reached": {"methods": len(reached), "of": len(rows)},
         "frameworks": per_fw,
         "methods": rows,
         "landings": landings + detected,
@@ -396,6 +411,7 @@ def _key_order(key: str) -> tuple[str, int]:
 __all__ = [
     "CONCERN_KINDS",
     "PROPOSAL_BUCKETS",
+    "PUBLISHED",
     "REVIEW_GROUPS",
     "RULES",
     "STUDY_FROM_YEAR",

@@ -62,7 +62,10 @@ GET/POST /repos/{o}/{r}/issues/{n}/comments, GET/PATCH/DELETE
 /repos/{o}/{r}/issues/comments/{id}, GET/POST /repos/{o}/{r}/issues/{n}/labels, DELETE
 /repos/{o}/{r}/issues/{n}/labels/{name} (names case-insensitive, as GitHub's; ``fake.repo_labels``),
 GET /repos/{o}/{r}/labels/{name} and POST /repos/{o}/{r}/labels (colour and description:
-``fake.label_info``; a label an issue's add created has GitHub's grey, no description),
+``fake.label_info``; a label an issue's add created has GitHub's grey, no description);
+the issue and label answers give each label its ``id``, kept by ``fake.rename_label(repo, old,
+new)`` (a maintainer renaming a label in the repository's settings: every issue shows the new
+name, the old one answers 404),
 GET/POST reactions of issues and comments,
 GET /repos/{o}/{r}/contents/{path}, GET /repos/{o}/{r}/git/trees/{ref}, GET /repos/{o}/{r}/collaborators/{login}/permission,
 GET /app/hook/deliveries (+ /{id}), POST
@@ -199,6 +202,9 @@ class FakeGitHub:
         self.repo_labels: dict[str, list[str]] = {}
         # each repository label's colour and description, by repository key and folded name
         self.label_info: dict[str, dict[str, dict[str, Any]]] = {}
+        # each repository label's id, by repository key and folded name (fake.label_id)
+        self.label_ids: dict[str, dict[str, int]] = {}
+        self._label_ids = itertools.count(7_000_001)  # apart from other ids: those stay as they were
         self.permissions: dict[tuple[str, str], str] = {}
         self.private_repos: set[str] = set()  # lower-case names GitHub calls private
         # lower-case names whose issues are turned off: their issues' routes answer 410
@@ -760,8 +766,10 @@ class FakeGitHub:
         return {k: v for k, v in item.items() if not k.startswith("_")}
 
     def _get_issue(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
-        issue = self.issue(f"{match['owner']}/{match['name']}", int(match["number"]))
-        return issue if issue else (404, {"message": "Not Found"})
+        repo = f"{match['owner']}/{match['name']}"
+        issue = self.issue(repo, int(match["number"]))
+        return {**issue, "labels": self._with_ids(repo, issue["labels"])} if issue else (
+            404, {"message": "Not Found"})
 
     def _edit_issue(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
         repo = f"{match['owner']}/{match['name']}"
@@ -848,8 +856,10 @@ class FakeGitHub:
         return 204, None
 
     def _list_labels(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
-        issue = self.issue(f"{match['owner']}/{match['name']}", int(match["number"]))
-        return self._paginate(request, issue["labels"]) if issue else (404, {"message": "Not Found"})
+        repo = f"{match['owner']}/{match['name']}"
+        issue = self.issue(repo, int(match["number"]))
+        return self._paginate(request, self._with_ids(repo, issue["labels"])) if issue else (
+            404, {"message": "Not Found"})
 
     def _add_labels(self, request: web.Request, match: re.Match[str], body: Any, auth: _Auth) -> Any:
         repo = f"{match['owner']}/{match['name']}"
@@ -876,7 +886,37 @@ class FakeGitHub:
             if name.casefold() not in have:
                 issue["labels"].append({"name": name})
                 have.add(name.casefold())
-        return issue["labels"]
+        return self._with_ids(repo, issue["labels"])
+
+    def label_id(self, repo: str, name: str) -> int:
+        """The repository label's id, as GitHub gives one to each label (kept by a rename)."""
+        ids = self.label_ids.setdefault(self._repo_key(repo), {})
+        if name.casefold() not in ids:
+            ids[name.casefold()] = next(self._label_ids)
+        return ids[name.casefold()]
+
+    def _with_ids(self, repo: str, labels: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The labels as GitHub's answers show them: with their ids (the issues keep names)."""
+        return [{**label, "id": self.label_id(repo, label["name"])} for label in labels]
+
+    def rename_label(self, repo: str, old: str, new: str) -> None:
+        """A maintainer renames the repository's label `old` (any case) to `new` in its
+        settings: the same label (its id, colour and description), every issue showing the
+        new name; the old name is no label any more."""
+        key = self._repo_key(repo)
+        names = self.repo_labels.setdefault(key, [])
+        [found] = [n for n in names if n.casefold() == old.casefold()]
+        names[names.index(found)] = new
+        ids = self.label_ids.setdefault(key, {})
+        ids[new.casefold()] = ids.pop(found.casefold(), None) or next(self._label_ids)
+        info = self.label_info.setdefault(key, {})
+        if found.casefold() in info:
+            info[new.casefold()] = info.pop(found.casefold())
+        for (issue_repo, _), issue in self.issues.items():
+            if issue_repo == key:
+                for label in issue["labels"]:
+                    if label["name"].casefold() == old.casefold():
+                        label["name"] = new
 
     def repo_label(self, repo: str, name: str) -> dict[str, Any] | None:
         """The repository's label of that name (in any case), as GitHub's label API shows it."""
@@ -920,7 +960,7 @@ class FakeGitHub:
         if issue is None or not any(lab["name"].casefold() == label.casefold() for lab in issue["labels"]):
             return 404, {"message": "Label does not exist"}
         issue["labels"] = [lab for lab in issue["labels"] if lab["name"].casefold() != label.casefold()]
-        return issue["labels"]
+        return self._with_ids(repo, issue["labels"])
 
     def _reaction_key(self, match: re.Match[str]) -> tuple[str, Any]:
         groups = match.groupdict()

@@ -270,3 +270,35 @@ def test_committed_catalog_is_what_make_catalog_makes(shared_dir: Path) -> None:
     assert changed == [], f"run make catalog: {changed} differ from ../shared"
     assert result.dropped == []
     assert yaml.safe_load(result.texts["methods.yaml"])["methods"]
+
+
+def _with_chinese(set_by_zh: str) -> str:
+    return METHODS_YAML.replace(
+        "    source: toy-org/toyrl toyrl/config.py\n",
+        "    source: toy-org/toyrl toyrl/config.py\n    text_zh: 我们对这条注意事项的中文表述。\n", 1,
+    ).replace("      set_by: an outdated setting\n",
+              f"      set_by: an outdated setting\n      set_by_zh: '{set_by_zh}'\n", 1)
+
+
+def test_our_chinese_wording_is_kept(tmp_path: Path) -> None:
+    """`text_zh` (by the caution's source) and `set_by_zh` (by framework and option name) are
+    our own fields: a rebuild keeps them, beside the English, byte for byte on a rerun."""
+    shared_dir, cat = _write_inputs(tmp_path)
+    (cat / "methods.yaml").write_text(_with_chinese("`trainer.clip_wide=0.3`"), encoding="utf-8")
+    build.run(shared_dir, cat)
+    m = load_catalog_from(cat).methods["wide-clip"]
+    assert [c.text_zh for c in m.cautions] == ["我们对这条注意事项的中文表述。"]
+    assert m.options["toyrl"][0].set_by_zh == "`trainer.clip_wide=0.3`"
+    first = _snapshot(cat)
+    assert build.run(shared_dir, cat)[1] == [] and _snapshot(cat) == first
+
+
+def test_refuses_a_chinese_setting_the_shared_facts_outdated(tmp_path: Path, capsys) -> None:
+    """../shared changed the value (0.3 -> 0.35): our Chinese wording still says 0.3, so the
+    rebuilt catalog does not load and nothing is written, the option named (review zh82)."""
+    data = copy.deepcopy(SHARED)
+    data["methods"][0]["frameworks"]["toyrl"]["verification"][0]["set_by"] = "trainer.clip_wide=0.35"
+    shared_dir, cat = _write_inputs(tmp_path, data)
+    (cat / "methods.yaml").write_text(_with_chinese("`trainer.clip_wide=0.3`"), encoding="utf-8")
+    err = _refused(tmp_path, shared_dir, cat, capsys)
+    assert "does not load" in err and "toyrl[0]: set_by_zh lacks ['trainer.clip_wide=0.35']" in err

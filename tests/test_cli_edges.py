@@ -496,7 +496,6 @@ def test_repos_resume_names_the_repository_as_stored_once(db_url: str) -> None:
          "verdicts,repos,study}"),
     (("papers",), "{import,fetch}"),
     (("verdicts",), "{export,wanted}"),
-    (("repos",), "{resume}"),
 ])
 def test_a_missing_subcommand_names_the_ones_there_are(args: tuple[str, ...], choices: str) -> None:
     """`rltracker papers` alone said "the following arguments are required: papers_command":

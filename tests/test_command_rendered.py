@@ -140,7 +140,9 @@ def shown_commands(body: str) -> list[bool]:
                 lines[-1].append((piece, hidden))
 
     def walk(element: Any, path: list[str]) -> None:
-        tag = element.tag if isinstance(element.tag, str) else ""
+        if not isinstance(element.tag, str):
+            return  # an HTML comment: not shown (its tail is its parent's text)
+        tag = element.tag
         path = [*path, tag]
         if tag in _LINE_BREAKING:
             lines.append([])

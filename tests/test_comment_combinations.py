@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
+from analyzers.catalog import facts as facts_of
 from analyzers.catalog import framework_id, load_catalog
 from analyzers.setup_config import parse_setup
 from bot.speaking.render import compose_failure_comment, short_name, visible_lines
@@ -100,6 +101,14 @@ def _head(set_by: str) -> str:
     return head if sep and rest.endswith(")") and head else set_by
 
 
+def _said(option, lang: str) -> str:
+    """The setting as a comment in `lang` reads it: the catalog's `set_by` (without a trailing
+    remark, which is text), or in Chinese its `set_by_zh` whole (backticks mark its code)."""
+    if lang == "zh" and option.set_by_zh:
+        return " ".join(option.set_by_zh.replace("`", "").split())
+    return _head(option.set_by)
+
+
 def _method_of(tokens: list) -> str | None:
     for tok in tokens:
         if tok.type == "link_open":
@@ -145,8 +154,9 @@ def test_every_failure_comment_states_catalog_facts(framework: str, lang: str, c
             codes = [t.content for t in item if t.type == "code_inline"]
             text = " ".join("".join(t.content for t in item
                                     if t.type in ("text", "code_inline")).split())
-            # the setting read as written, each override or flag of it in a code span of its own
-            assert any(_head(o.set_by) in text and codes and all(c in o.set_by for c in codes[:1])
+            # the setting read as written (in Chinese, the catalog's set_by_zh), each override or
+            # flag of it in a code span of its own
+            assert any(_said(o, lang) in text and codes and all(c in o.set_by for c in codes[:1])
                        for o in options), (where, mid, codes)
         # already set: on in the pasted config, named by the option's own key, the value pasted
         for mid in c.already_set:
@@ -244,6 +254,13 @@ def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir, lang: s
                     shown = _after_link(items[mid])
                     said_experimental = shown.endswith(mark)
                     shown = shown.removesuffix(mark)
+                    if lang == "zh":
+                        # our Chinese wording of a setting: the project option it words, whose
+                        # set_by is then the shared one; every fact of that kept (review zh82)
+                        worded = [o for o in CAT.methods[mid].options.get(framework, [])
+                                  if _said(o, "zh") == shown]
+                        assert worded and facts_of(shown) == facts_of(worded[0].set_by), (where, mid, shown)
+                        shown = _words(worded[0].set_by)
                     row = next((r for r in rows if _words(r["set_by"]) == shown), None)
                     assert row is not None, (where, mid, shown, [r["set_by"] for r in rows])
                     assert said_experimental == ("experimental" in row["status"]), (where, mid)
@@ -267,5 +284,5 @@ def test_every_option_a_comment_shows_is_the_shared_catalogs(shared_dir, lang: s
                 for mid in c.elsewhere:
                     assert not _shared_rows(facts, mid, framework), (where, mid)
                     named = re.search(re.escape(f"/methods/{mid})") + r" ?[(（]([^)）]+)[)）]", c.body)
-                    assert named and set(named.group(1).split(", ")) == having(mid), (where, mid)
+                    assert named and set(re.split(r", |、", named.group(1))) == having(mid), (where, mid)
     assert checked

@@ -93,7 +93,7 @@ def _elsewhere(body: str) -> dict[str, set[str]]:
         if "Only in other frameworks:" not in line and "仅其他框架提供：" not in line:
             continue
         for m in re.finditer(rf"\]\({re.escape(PUBLIC)}/methods/([\w-]+)\)\s*[(（]([^)）]*)[)）]", line):
-            out[m.group(1)] = {plain(n).strip() for n in m.group(2).split(", ")}
+            out[m.group(1)] = {plain(n).strip() for n in re.split(r", |、", m.group(2))}  # zh: 、
     return out
 
 

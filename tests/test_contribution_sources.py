@@ -118,7 +118,7 @@ link to the relevant page when they review a pull request that missed one of the
 """
 
 
-async def test_a_table_of_contents_is_followed_one_level(app_ctx, fake_github) -> None:
+async def test_a_table_of_contents_is_followed_two_levels(app_ctx, fake_github) -> None:
     assert len(TOC) > 600  # not a stub: its absolute link to another repository is no pointer
     fake_github.set_file(REPO, "CONTRIBUTING.md", TOC)
     fake_github.set_file(REPO, "docs/contributing/pull-requests.md",
@@ -133,18 +133,19 @@ async def test_a_table_of_contents_is_followed_one_level(app_ctx, fake_github) -
     summary = await rules_for_repo(app_ctx, REPO)
     assert set(summary["files"]) == {
         "CONTRIBUTING.md", "docs/contributing/pull-requests.md", "docs/development.md",
-        "docs/commits.rst", "docs/review.md"}
+        "docs/commits.rst", "docs/review.md", "docs/contributing/deeper.md"}
     rules = {f["rule"]: f for f in summary["facts"]}
     assert rules["review_approvals"]["source"] == "docs/contributing/pull-requests.md"
     assert rules["signoff_required"]["source"] == "docs/commits.rst"
     assert {"tests_pass", "issue_first"} <= set(rules)
-    assert "cla_required" not in rules  # one level deep; no other repository
+    # a contribution page's own page is read (fetch82: two levels); no other repository
+    assert rules["cla_required"]["sources"] == ["docs/contributing/deeper.md"]
     fetched = _contents_calls(fake_github)
     assert fetched.count(f"/repos/{REPO}/contents/docs/contributing/pull-requests.md") == 1
-    assert not any(("src/main.py" in p or "evil" in p or "acme/other" in p or "deeper" in p)
-                   for p in fetched)
-    # repo: root and docs/ listings + CONTRIBUTING + 5 pages tried (one 404); org: root (404)
-    assert len(fetched) == 9
+    assert not any(("src/main.py" in p or "evil" in p or "acme/other" in p) for p in fetched)
+    # repo: root and docs/ listings + CONTRIBUTING + 5 pages tried (one 404) + 1 page of a page;
+    # org: root (404). (9 before fetch82 followed the second level.)
+    assert len(fetched) == 10
 
 
 async def test_linked_pages_are_bounded_and_a_long_one_is_cut(app_ctx, fake_github) -> None:

@@ -92,3 +92,47 @@ async def test_a_late_delivery_of_a_converted_issue_not_stored(
     comment["issue"]["updated_at"] = "2030-01-02T03:04:05Z"
     await deliver(ctx, batched, ("discussion", discussion), ("issue_comment", comment))
     assert await stored(ctx) == ("discussion", [])
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "batch"])
+async def test_the_apps_comment_copied_by_a_conversion_stays_the_apps(
+        ctx: Any, shared_dir: Path, batched: bool) -> None:
+    """user82: the app's failure comment on issue #4, converted with it: GitHub makes a
+    discussion comment of it (an id and node id of its own) and the issue comment is gone.
+    Its action kept the issue comment's ids, so the nightly reception check read that node
+    as deleted (counted against the repository as a comment its maintainers deleted: the
+    pause rule) and `/rltracker stop` in the discussion found "nothing to hide" while the
+    copy stayed shown. The action now follows the copy, as the stored comment does; a
+    person's comment copied beside it changes no action. Failed on main (the issue
+    comment's ids kept)."""
+    from bot.store.models import Action
+
+    opened = _shared(shared_dir, "issues/opened.json")
+    opened["issue"]["number"] = 4
+    mine = _issue_comment(shared_dir)
+    mine["comment"].update(id=7001, node_id="IC_7001", body="<!-- rltracker:failure-comment -->\n"
+                           "**Likely entropy collapse**", user={"login": "rltracker[bot]",
+                                                                 "type": "Bot", "id": 1})
+    theirs = _issue_comment(shared_dir)
+    theirs["comment"].update(id=7002, node_id="IC_7002")
+    await deliver(ctx, batched, ("issues", opened), ("issue_comment", mine), ("issue_comment", theirs))
+    async with ctx.sessionmaker() as session:
+        session.add_all([  # what posting them recorded
+            Action(repo=HELLO, number=4, kind="failure_comment", status="posted",
+                   dedupe_key=f"{HELLO}#4:failure_comment", comment_id=7001,
+                   comment_node_id="IC_7001", body=mine["comment"]["body"]),
+            Action(repo=HELLO, number=4, kind="command", status="posted",
+                   dedupe_key=f"{HELLO}#4:command:6999", comment_id=7003,
+                   comment_node_id="IC_7003", body="a reply")])
+        await session.commit()
+    await deliver(ctx, batched, ("discussion", _shared(shared_dir, "discussion/created.json")))
+    mine_copied = _converted_comment(shared_dir, mine)
+    mine_copied["comment"].update(id=8001, node_id="DC_8001")
+    theirs_copied = _converted_comment(shared_dir, theirs)
+    theirs_copied["comment"].update(id=8002, node_id="DC_8002")
+    await deliver(ctx, batched, ("discussion_comment", theirs_copied),
+                  ("discussion_comment", mine_copied))
+    async with ctx.sessionmaker() as session:
+        ids = {a.kind: (a.comment_id, a.comment_node_id) for a in await session.scalars(select(Action))}
+    assert ids == {"failure_comment": (8001, "DC_8001"), "command": (7003, "IC_7003")}
+    assert [kind for kind, _ in (await stored(ctx))[1]] == ["discussion_comment"] * 2

@@ -140,6 +140,19 @@ CASES = {
     "issue-sizes": _fill("- Over ~200 changed lines? Open an issue first and get a maintainer's OK. "
                          "More than 99 lines of code need an issue. "),
     "points-back": _fill("She put the accuracy in the PR description. Any change to a head needs that table. "),
+    # rules82: counter-examples, other projects' rules, wishes, plans, maintainers' rest of a section
+    "counter-examples": _fill("Don't write messages like this:\n\n> Sign the CLA, add tests.\n\n"
+                              "An example to avoid:\n\n```\nsigned the CLA\n```\n\n"),
+    "counter-example-open": "Bad example:\n\n" + _fill("> Sign the CLA and add a changelog entry.\n"),
+    "other-projects": _fill("Many repositories, e.g. big ones, i.e. most, require a CLA, tests, docs; we do not. "),
+    "wishes-and-plans": _fill("If you want, you can add a test. Open an issue if you like. We plan to require "
+                              "a CLA. If we ever adopt a DCO, sign off. "),
+    "choices-extras-reviewing": _fill("- [ ] N/A (docs)\n- [ ] Added to CHANGELOG.md\nBonus points if you also:\n"
+                                      "- add docs\nWhen reviewing, check the changelog entry.\n"),
+    "dont-without": _fill("| Do | Don't |\n|---|---|\n| a | Add a b c without asking in an issue first |\n"
+                          "Never rename x " + "y " * 30 + "without opening an issue first. "),
+    "maintainers-rest": _fill("## Merging\n\nThe rest of this section is for maintainers. Add it to the "
+                              "changelog.\n\n"),
     # rules83: rules told as the past, each one of a kind needing a test, runtimes' outputs
     "told-as-past": _fill("We used to run a stale bot that closed inactive PRs after 60 days. X required "
                           "a CLA until version 0.6; until 2023 we asked for a sign-off. "),

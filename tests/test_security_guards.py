@@ -121,7 +121,13 @@ def test_a_large_settings_file_that_does_not_parse_is_read_in_linear_work(unit: 
                                   "- * ", "-\t",
                                   # fence81: fences in list items, closed or ended by the item
                                   "- ```\n  /rltracker x\n", "1. ~~~\n   x\n   ~~~\n",
-                                  "- - ```\n", "- ```\n/rltracker x\n", "  ```\n"])
+                                  "- - ```\n", "- ```\n/rltracker x\n", "  ```\n",
+                                  # commands82: raw HTML laid out, types 1-7, quotes in items
+                                  "<div>\nx\n/rltracker x\n", "<b>x</b>", "<", "</div", "<div>",
+                                  "</div>", "<script>\n", "<?php\n", "<!X\n", "- <span>\n",
+                                  "> - ", "> - - ", "<div>\n\n", "x\n    /rltracker x\n",
+                                  "* a\n<td>\n", "- <textarea>\n  </textarea>\n  x\n",
+                                  "a | b\n--|--\n", "|-", "<div>\n<?x\n", "<div><a "])
 def test_command_lines_of_a_64_kib_comment_are_read_in_linear_work(unit: str) -> None:
     body = _fill(unit)
     assert_linear_work(lambda text: (parse_commands(text), without_commands(text)), body)

@@ -11,7 +11,7 @@ The catalog holds two kinds of field:
   (status "related ..."); the frameworks' repositories, former names, branches and snapshots;
   which failure kinds exist;
 - the project's own fields, kept from the current YAML: caution texts and notes in our own
-  words, option `keys` and `value_hint` (what a pasted configuration is matched against),
+  words, the Chinese wording of cautions (`text_zh`) and settings (`set_by_zh`), option `keys` and `value_hint` (what a pasted configuration is matched against),
   `first_landing`, the split of a blog post's title into `title` and `source`, framework
   `config_style`, the failure kinds' titles and descriptions in English and Chinese (their
   blocks are kept byte for byte), and the files' header comments.
@@ -346,7 +346,12 @@ def _option(x: dict[str, Any], mine: dict[str, Any] | None, commit: str, where: 
     if mine is None or not isinstance(mine.get("keys"), list):
         missing.append(f"{where} keys")
         mine = mine or {}
-    out: dict[str, Any] = {"name": x["option"], "set_by": x["set_by"], "keys": mine.get("keys")}
+    out: dict[str, Any] = {"name": x["option"], "set_by": x["set_by"]}
+    if mine.get("set_by_zh") is not None:
+        # our Chinese wording of the setting: the loader refuses it when the shared set_by
+        # changed a fact it keeps (the build then names it)
+        out["set_by_zh"] = mine["set_by_zh"]
+    out["keys"] = mine.get("keys")
     if mine.get("value_hint") is not None:
         out["value_hint"] = mine["value_hint"]
     if mine.get("requires") is not None:
@@ -384,15 +389,18 @@ def _method(m: dict[str, Any], mine: dict[str, Any] | None, commits: dict[str, s
     used: set[int] = set()
     cautions = []
     for c in m.get("cautions") or []:
-        text = None
+        text = text_zh = None
         for j, own in enumerate(my_cautions):
             if j not in used and own.get("source") == c["source"]:
                 used.add(j)
-                text = own.get("text")
+                text, text_zh = own.get("text"), own.get("text_zh")
                 break
         if not isinstance(text, str) or not text.strip():
             missing.append(f"{where} caution text for source {c['source']!r}")
-        cautions.append({"text": text, "source": c["source"]})
+        caution = {"text": text, "source": c["source"]}
+        if text_zh is not None:
+            caution["text_zh"] = text_zh
+        cautions.append(caution)
     for j, own in enumerate(my_cautions):
         if j not in used:
             dropped.append(f"{where} caution from {own.get('source')!r} (not in ../shared)")

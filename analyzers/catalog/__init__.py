@@ -102,6 +102,9 @@ class PaperRef:
 class Caution:
     text: str
     source: str
+    # our Chinese wording, clause for clause (`clauses` / `clauses_zh`), each clause keeping
+    # the English one's facts (`facts`); a Chinese comment shows it (review zh82)
+    text_zh: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,9 @@ class Option:
     # the framework runs the method unless a config turns it off (the catalog's default says
     # so: verl's clip_ratio_c 3.0 "on by default"): suggested only to a config that turns it off
     on_by_default: bool = False
+    # `set_by` as a Chinese comment says it: the settings in backticks (the English
+    # rendering's code spans), the words around them in Chinese, the facts kept (review zh82)
+    set_by_zh: str | None = None
 
     @property
     def experimental(self) -> bool:
@@ -230,6 +236,90 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+def clauses(text: str) -> list[str]:
+    """The sentences and ';'-separated clauses of an English catalog text, each ending with a
+    full stop: the pieces a comment shows one of (a caution's clause about the framework)."""
+    out: list[str] = []
+    for sentence in " ".join(text.split()).replace("; ", ". ").split(". "):
+        sentence = sentence.strip()
+        if sentence:
+            out.append(sentence[0].upper() + sentence[1:] + ("" if sentence.endswith(".") else "."))
+    return out
+
+
+_ZH_STOPS = re.compile(r"[。；]")
+
+
+def clauses_zh(text: str) -> list[str]:
+    """The clauses of a Chinese catalog text, cut at "。" and "；" (`clauses`' English stops),
+    without them."""
+    return [c.strip() for c in _ZH_STOPS.split(" ".join(text.split())) if c.strip()]
+
+
+# The facts a translation keeps: runs of printable ASCII, their edge punctuation and a
+# possessive "'s" taken off; a run is a fact when it holds a digit, `_ = / < > | ( #`, a dot
+# inside it, starts with "-" (a flag), or has a capital past its first letter (TRL, KL,
+# IcePop, GRPOConfig); hyphenated words are judged by their parts ("IS-weight" keeps IS,
+# "NeMo-RL" NeMo and RL, "low-probability" nothing); a lone "=" ("0 = synchronous") and
+# short words joined by a slash ("and/or") are prose, a lone ">=" a fact.
+_ASCII_RUN = re.compile(r"[!-~]+")
+_EDGE = ".,;:()'\"!?[]`*"
+_FACT_MARK = re.compile(r"[\d_=/<>|(#]|\w\.\w|^-")
+_CAPITAL_INSIDE = re.compile(r"^.+[A-Z]")
+
+
+_SLASHED_WORDS = re.compile(r"^[a-z]{1,3}(?:/[a-z]{1,3})+$")
+
+
+def _fact_parts(token: str) -> list[str]:
+    if not any(ch.isalnum() for ch in token):
+        return [token] if "<" in token or ">" in token else []  # ">= 0" is a fact, "a = b" prose
+    if _SLASHED_WORDS.match(token):
+        return []  # "and/or"
+    if _FACT_MARK.search(token):
+        return [token]
+    if "-" in token.strip("-"):
+        return [p for part in token.split("-") for p in _fact_parts(part)]
+    return [token] if _CAPITAL_INSIDE.match(token) else []
+
+
+def facts(text: str) -> set[str]:
+    """The option names, values, numbers, versions, paths and proper names of `text`
+    (English or Chinese): what a Chinese wording must hold exactly as the English does."""
+    out: set[str] = set()
+    for run in _ASCII_RUN.findall(text):
+        token = run.strip(_EDGE)
+        if token.endswith("'s"):
+            token = token[:-2]
+        token = token.strip(_EDGE)
+        if token:
+            out.update(_fact_parts(token))
+    return out
+
+
+def _differ(english: str, chinese: str) -> str | None:
+    """How `chinese` changes the facts of `english` (None when it keeps them all)."""
+    en, zh = facts(english), facts(chinese)
+    if en == zh:
+        return None
+    return f"lacks {sorted(en - zh)}, adds {sorted(zh - en)}"
+
+
+def _caution(c: Any, where: str) -> Caution:
+    text, source = str(_require(c, "text", where)), str(_require(c, "source", where))
+    text_zh = _opt_str(c.get("text_zh"))
+    if text_zh is not None:
+        en, zh = clauses(text), clauses_zh(text_zh)
+        if len(en) != len(zh):
+            raise CatalogError(f"{where}: caution from {source!r}: text_zh has {len(zh)} clauses, "
+                               f"text {len(en)} (one Chinese clause for each)")
+        for i, (e, z) in enumerate(zip(en, zh, strict=True)):
+            changed = _differ(e, z)
+            if changed:
+                raise CatalogError(f"{where}: caution from {source!r}, clause {i + 1}: text_zh {changed}")
+    return Caution(text=text, source=source, text_zh=text_zh)
+
+
 # The dates the study reads (analyzers.study): a first public version (a year, a month or a
 # day) and the day written right after a commit hash. One no calendar has, or that the study
 # cannot read, is an error here: /study raised on the first and left the method out, without
@@ -285,6 +375,17 @@ def _requires(value: Any, where: str) -> list[str]:
     return out
 
 
+def _set_by_zh(o: Mapping[str, Any], where: str) -> str | None:
+    zh = _opt_str(o.get("set_by_zh"))
+    if zh is not None:
+        if zh.count("`") % 2:
+            raise CatalogError(f"{where}: set_by_zh has an unclosed code span")
+        changed = _differ(str(o.get("set_by")), zh)
+        if changed:
+            raise CatalogError(f"{where}: set_by_zh {changed}")
+    return zh
+
+
 def _build_options(
     raw: Any, where: str, frameworks: Mapping[str, Framework]
 ) -> dict[str, list[Option]]:
@@ -319,6 +420,7 @@ def _build_options(
                     first_landing=_commit(o.get("first_landing"), w + ".first_landing"),
                     requires=tuple(_requires(o.get("requires"), w + ".requires")),
                     on_by_default=o.get("on_by_default") is True,
+                    set_by_zh=_set_by_zh(o, w),
                 )
             )
         if opts:
@@ -388,10 +490,7 @@ def load_catalog_from(directory: Path) -> Catalog:
                     url=_opt_str(p.get("url")),
                 )
             )
-        cautions = [
-            Caution(text=str(_require(c, "text", w)), source=str(_require(c, "source", w)))
-            for c in m.get("cautions") or []
-        ]
+        cautions = [_caution(c, w) for c in m.get("cautions") or []]
         methods[mid] = Method(
             id=mid,
             name=str(_require(m, "name", w)),

@@ -497,9 +497,16 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the N least sure threads of all (default: 100)")
 
     p = sub.add_parser("repos", help="the repositories the app comments in",
-                       epilog="exit status: 0 resumed, or not paused (said on stderr); 1 the "
-                              "repository is not stored, or the database failed; 2 not OWNER/REPO.")
-    repos_sub = p.add_subparsers(dest="repos_command", required=True)
+                       description="Lists the public repositories the app is installed in, as "
+                                   "GET /api/repos: whether it comments there (paused by the "
+                                   "nightly reception check, the installation suspended, a "
+                                   "settings file it cannot use) and how its comments were "
+                                   "received.",
+                       epilog="exit status: 0 listed, resumed, or not paused (said on stderr); "
+                              "1 the repository is not stored, or the database failed; 2 not "
+                              "OWNER/REPO.")
+    p.add_argument("--json", action="store_true", help="the list as GET /api/repos gives it")
+    repos_sub = p.add_subparsers(dest="repos_command")
     pr = repos_sub.add_parser("resume", help="lift the pause of the app's comments in a "
                               "repository (set by the nightly reception check)",
                               epilog=p.epilog)

@@ -1,4 +1,8 @@
-"""`rltracker repos resume OWNER/REPO`: the operator's way to lift the pause of the app's
+"""`rltracker repos`: the repositories the app comments in, as /api/repos gives them
+(`bot.site.data.reception`: paused, suspended, a settings file it cannot use, how its comments
+were received), so the operator can find the one to resume without the pages (user82).
+
+`rltracker repos resume OWNER/REPO`: the operator's way to lift the pause of the app's
 comments in a repository (the nightly reception check pauses one whose maintainers hid,
 deleted or voted down the app's comments; bot.speaking.reception). Its maintainers lift it
 with `/rltracker resume` on any issue or discussion there; both record who (`operator` here)
@@ -17,6 +21,68 @@ from bot.config import UserError
 
 
 def repos_command(args: Any) -> int:
+    if args.repos_command is None:
+        return _list_repos(as_json=args.json)
+    return _resume(args)
+
+
+def _list_repos(*, as_json: bool) -> int:
+    import json
+
+    from bot.cli import printable
+    from bot.config import Settings
+    from bot.context import AppContext
+    from bot.site.data import reception
+
+    settings = Settings.from_env()
+
+    async def run() -> list[dict[str, Any]]:
+        ctx = AppContext.create(settings)
+        try:
+            async with ctx.sessionmaker() as session:
+                return await reception(session)
+        finally:
+            await ctx.close()
+
+    repos = asyncio.run(run())
+    if as_json:
+        print(json.dumps(repos, ensure_ascii=False))
+        return 0
+    for repo in repos:
+        print("\t".join([repo["repo"], repo["framework"] or "-", printable(_state(repo)),
+                         f"{repo['comments_posted']} comments posted, {repo['thumbs_up']} thumbs up, "
+                         f"{repo['thumbs_down']} down, {repo['hidden_or_deleted']} hidden or "
+                         "deleted by people"]))
+    if not repos:
+        print("0 repositories: the app is installed in no public repository this service has "
+              "stored")
+        return 0
+    paused = [r["repo"] for r in repos if r["paused"]]
+    print(f"{len(repos)} {'repository' if len(repos) == 1 else 'repositories'}, "
+          f"{len(paused)} paused"
+          + (f"; lift a pause with `rltracker repos resume {paused[0]}`" if paused else "")
+          + ("; this service runs in dry run (RLTRACKER_DRY_RUN, or no app credentials): "
+             "nothing is posted anywhere" if settings.dry_run else ""))
+    return 0
+
+
+def _state(repo: dict[str, Any]) -> str:
+    """What the app does in the repository now, in words (the /repos/ page's Status cell)."""
+    states = []
+    if repo["suspended"]:
+        states.append("suspended (its owner suspended the app's installation: nothing is "
+                      "posted)")
+    if repo["paused"]:
+        states.append(f"paused: {repo['paused_reason'] or 'no reason recorded'}")
+    if repo["settings_problem"]:
+        states.append(repo["settings_problem"])
+    if repo["framework"] is None:  # (UNKNOWN_FRAMEWORK: bot.speaking.failure_comment)
+        states.append("not one of the tracked frameworks: no failure comment or rule summary, "
+                      "commands only")
+    return "; ".join(states) or "commenting"
+
+
+def _resume(args: Any) -> int:
     from analyzers.catalog import canonical_repo
     from bot.config import Settings
     from bot.context import AppContext

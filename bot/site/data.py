@@ -22,6 +22,7 @@ from sqlalchemy import Text, case, cast, exists, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
+from analyzers.study import lands
 from bot.analysis import on_analysis_thread
 from bot.speaking.contribution import snapshot_rules
 from bot.store.models import (
@@ -541,8 +542,11 @@ async def framework_data(session: AsyncSession, name: str) -> dict[str, Any] | N
         "rules": await rules_of(session, fw.repo),
         "proposals_by_state": by_state,
         "proposal_counts": {s: counts[s] for s in [*REVIEW_STATES, "unknown"] if counts.get(s)},
+        # `landed`: an option that is the method, not only a near relative (AReaL's action
+        # clamp for TIS): the study counts no landing there, so the page says so (study82)
         "methods_present": [
-            {"id": m.id, "name": m.name, "options": [option_dict(o) for o in m.options[name]]}
+            {"id": m.id, "name": m.name, "options": [option_dict(o) for o in m.options[name]],
+             "landed": lands(m, name)}
             for m in cat.methods.values() if m.has(name)
         ],
         "methods_missing": [

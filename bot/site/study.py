@@ -27,6 +27,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from analyzers.catalog import framework_id
+from analyzers.study import STUDY_FROM_YEAR
 from bot.context import app_context
 from bot.logs import error_text
 from bot.site import data
@@ -44,7 +45,7 @@ HOW_TO_FILL = ("No proposals are stored yet. They come in with `rltracker sync` 
                "current.")
 # Okabe-Ito colours, one per framework, in catalog order (distinct for colour-blind readers).
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000")
-METHOD_SET_PREFIXES = ("landed", "first", "dated", "detected")
+METHOD_SET_PREFIXES = ("landed", "first", "dated", "detected", "reached")
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -399,7 +400,11 @@ async def _study(request: web.Request) -> tuple[dict[str, Any], dict[str, dict[s
 
 async def study_page(request: web.Request) -> web.Response:
     study, _ = await _study(request)
-    cat = data.catalog()
+    return study_html(study, data.catalog())
+
+
+def study_html(study: dict[str, Any], cat: Any) -> web.Response:
+    """/study for a computed study and the catalog it was computed from."""
     frameworks = list(cat.frameworks)
     # A number's link is named by what it counts (its text alone read "2, 0, 17" to a screen reader).
     return render("study.html", s=study, chart=timeline(study, frameworks),
@@ -416,6 +421,8 @@ async def api_study(request: web.Request) -> web.Response:
 def _set_title(name: str, frameworks: dict[str, Any]) -> str:
     parts = name.split(".")
     fw = frameworks.get(parts[1]).name if len(parts) > 1 and parts[1] in frameworks else ""
+    if parts[0] == "reached":
+        return "Study methods that reached at least one framework (verified landings)"
     if parts[0] == "landed":
         return f"Study methods landed in {fw}"
     if parts[0] == "first":
@@ -439,13 +446,19 @@ def _empty_text(name: str, frameworks: dict[str, Any]) -> str:
     """What an empty set page says: what would appear there, and when."""
     parts = name.split(".")
     fw = frameworks[parts[1]].name if len(parts) > 1 and parts[1] in frameworks else "this framework"
-    if parts[0] in ("landed", "first", "dated"):
+    if parts[0] in ("landed", "first", "dated", "reached"):
+        when = {"first": f"{fw} is the first framework the catalog records it in (or shares "
+                         "that first day)",
+                "dated": f"the catalog records it in {fw} with the day of its first commit",
+                "reached": "the catalog records it in a framework"}.get(
+                    parts[0], f"the catalog records it in {fw}")
         return ("None: this set is counted from the catalog's verified landings (no stored "
-                f"thread changes it); a study method appears here when the catalog records it in {fw}.")
+                f"thread changes it); a study method appears here when {when}.")
     if parts[0] == "detected":
-        return (f"None: a merged pull request of {fw} that brings a study method the catalog does "
-                "not list yet appears here once it is stored (`rltracker sync`, the app's "
-                "webhooks, the nightly job).")
+        # (any catalog method, as the rule says: detected landings are not only study methods')
+        return (f"None: a merged method pull request of {fw} that proposes a catalog method the "
+                "catalog does not list for it yet appears here once it is stored (`rltracker "
+                "sync`, the app's webhooks, the nightly job).")
     return ("None: the threads of this set appear here as they are stored and analysed "
             "(`rltracker sync`, the app's webhooks, the nightly job); an empty set means no "
             "stored thread matches it.")
@@ -461,9 +474,15 @@ async def set_page(request: web.Request) -> web.Response:
         # gets, folded the same way (the frameworks' names fold to their ids).
         return moved_to(request, "name", study["sets"]) or not_found("study set")
     kind = "methods" if name.split(".")[0] in METHOD_SET_PREFIXES else "threads"
-    framework = name.split(".")[1] if kind == "methods" else None
+    framework = name.split(".")[1] if kind == "methods" and "." in name else None
     rows: list[dict[str, Any]] = []
-    if kind == "methods":
+    if name == "reached":  # each method's earliest dated landing, anywhere
+        firsts = {m["method"]: m for m in study["methods"]}
+        rows = [{"method": mid, "name": cat.methods[mid].name,
+                 "date": firsts[mid]["first_landing"], "days": firsts[mid]["first_landing_days"],
+                 "before_paper": (firsts[mid]["first_landing_days"] or 0) < 0}
+                for mid in members]
+    elif kind == "methods":
         by_key = {(x["method"], x["framework"], x["detected"]): x for x in study["landings"]}
         detected = name.startswith("detected.")
         for mid in members:
@@ -472,7 +491,7 @@ async def set_page(request: web.Request) -> web.Response:
     else:
         rows = [shown[k] for k in members if k in shown]
     # On a fresh install a set of stored threads said "None." with nothing on what fills it.
-    stored_kind = name.split(".")[0] not in ("landed", "first", "dated")
+    stored_kind = name.split(".")[0] not in ("landed", "first", "dated", "reached")
     return render("study_set.html", name=name, title=_set_title(name, cat.frameworks),
                   kind=kind, rows=rows, frameworks=cat.frameworks,
                   empty=_empty_text(name, cat.frameworks),
@@ -507,7 +526,12 @@ def study_command(args: Any) -> int:
         json.dump(study, sys.stdout, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    out = [f"{'framework':10} methods first median  proposals all/open/declined/lapsed  detected"]
+    published, reached = study["published"], study["reached"]
+    out = [f"published study ({published['date']}): {published['reached']} of "
+           f"{published['papers']:,} papers reached a framework; live: {reached['methods']} of "
+           f"{reached['of']} study methods (catalog methods first public in "
+           f"{STUDY_FROM_YEAR} or later) reached one",
+           f"{'framework':10} methods first median  proposals all/open/declined/lapsed  detected"]
     for fid, fw in study["frameworks"].items():
         p = fw["proposals"]
         median = "-" if fw["median_days"] is None else fw["median_days"]

@@ -20,6 +20,14 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from analyzers.catalog import canonical_repo, framework_id
+from analyzers.guide_places import (
+    CONTRIBUTING_NAMES,
+    DOCS_SITE_FOLDERS,
+    MAX_GUIDE_DEPTH,
+    docs_site_guide,
+    guide_below_root,
+    pointed_to,
+)
 from analyzers.rules import RULES_VERSION, format_rules_markdown, summarize_rules
 from analyzers.rules_text import file_kind
 from bot.analysis import on_analysis_thread
@@ -32,8 +40,9 @@ from bot.store.models import ContributionRules, Repository
 from bot.store.privacy import lock_repositories
 from bot.store.types import utcnow
 
+# (the guide places are analyzers/guide_places.py's, named here for the docs' checks)
 __all__ = ["format_rules_markdown", "rules_for_repo", "refresh_all", "fetch_rule_files",
-           "MAX_AGE"]
+           "MAX_AGE", "DOCS_SITE_FOLDERS", "MAX_GUIDE_DEPTH"]
 
 log = logging.getLogger(__name__)
 
@@ -47,20 +56,21 @@ FILES = (
     ".github/PULL_REQUEST_TEMPLATE.md", "PULL_REQUEST_TEMPLATE.md", "docs/PULL_REQUEST_TEMPLATE.md",
     ".github/CODEOWNERS", "CODEOWNERS", ".github/stale.yml",
 )
-CONTRIBUTING_NAMES = ("contributing.md", "contributing.rst", "contributing.txt", "contributing")
 # Folders whose files are all read (issue, discussion and PR templates: GitHub offers every PR
 # template of such a folder), or filtered (workflows); MAX_FOLDER_FILES of each.
 FOLDERS = (".github/ISSUE_TEMPLATE", ".github/DISCUSSION_TEMPLATE", ".github/PULL_REQUEST_TEMPLATE",
            "PULL_REQUEST_TEMPLATE", "docs/PULL_REQUEST_TEMPLATE", ".github/workflows")
 MAX_FOLDER_FILES = 40
 WORKFLOW_NAMES = re.compile(r"stale|inactive|title|semantic|dco|cla|pre-?commit|lint|copyright", re.I)
-_POINTER = re.compile(r"github\.com/([\w.-]{1,100})/([\w.-]{1,100})/blob/[\w.-]{1,100}/([\w./-]{1,200})")
 # GitHub's community health files: a repository lacking one of these kinds is shown the file
 # of its owner's `.github` repository (same paths), and so is our summary.
 ORG_DEFAULT_KINDS = frozenset({"contributing", "governance", "pr_template", "issue_template",
                                "issue_config", "discussion_template"})
-# Pages a CONTRIBUTING links to (a table of contents), followed one level, in its repository.
+# Pages a CONTRIBUTING links to (a table of contents), in its repository, MAX_LINKED_PAGES in
+# all; then the pages those of them that are contribution pages themselves link to (an index,
+# `docs/contributing/index.md`, leading on), within the same bound: LINK_LEVELS (fetch82).
 MAX_LINKED_PAGES = 8
+LINK_LEVELS = 2
 LINKED_SUFFIXES = (".md", ".rst", ".txt")
 # Link targets: Markdown inline links and reference definitions, reStructuredText embedded
 # URIs and targets. Bounded repeats only (linear on 64 KiB bodies).
@@ -74,24 +84,13 @@ _LINK = re.compile(
 # Linked files that are not contribution guides.
 _NOT_A_GUIDE = re.compile(r"^(?:license|licence|copying|notice|changelog|changes|history|authors"
                           r"|code_of_conduct|security)(?:\.|$)", re.I)
-# A monorepo's per-package guides (`packages/<name>/CONTRIBUTING.md`): a CONTRIBUTING (any of
-# CONTRIBUTING_NAMES) in a folder below the root, found in ONE listing of the whole tree (the
-# git trees API, recursive) and read for MAX_PACKAGE_GUIDES folders at most, the shallowest
-# first, then by path. Not the repository's own places (root, `docs/`; `.github/` is hidden).
+# A monorepo's per-package guides (`packages/<name>/CONTRIBUTING.md`, `sdk/python/CONTRIBUTING.md`):
+# a CONTRIBUTING in a folder below the root that may hold its own guide (analyzers/guide_places.py:
+# the folders, said once with the extractor, which says their rules of the folder), found in ONE
+# listing of the whole tree (the git trees API, recursive) and read for MAX_PACKAGE_GUIDES folders
+# at most, the shallowest first, then by path. One under a docs site's folder (DOCS_SITE_FOLDERS)
+# is the top guide's page instead (within its MAX_LINKED_PAGES, fetch79).
 MAX_PACKAGE_GUIDES = 6
-MAX_GUIDE_DEPTH = 3  # folders above the file: `a/b/c/CONTRIBUTING.md` is read, one deeper is not
-REPO_GUIDE_FOLDERS = ("", "docs")
-# A CONTRIBUTING under a docs site's folder (`docs/source/contributing.rst`, `doc/contributing.md`)
-# is the documentation's copy of the repository's guide, no package: read as a page of the top
-# guide (within its MAX_LINKED_PAGES), its rules the repository's (fetch79).
-DOCS_SITE_FOLDERS = frozenset({"docs", "doc", "documentation", "website"})
-# Folders whose CONTRIBUTING is another project's (vendored code, installed dependencies), build
-# output (a docs site, a wheel's tree) or test data; hidden folders (`.venv`, `.tox`) and
-# template folders (`{{cookiecutter.name}}`) neither.
-_NOT_THE_PROJECTS = re.compile(
-    r"(?:vendor|vendored|third[_-]?party|3rd[_-]?party|external|externals|extern|deps"
-    r"|node_modules|bower_components|site-packages|venv|_build|build|dist|site|_site|public"
-    r"|fixtures|testdata|test_data|__fixtures__)", re.I)
 # The key under which `partial` says the tree listing was cut (GitHub lists 100,000 entries /
 # 7 MB at most) or refused: package guides past it were not looked for.
 TREE_KEY = "**/CONTRIBUTING.md"
@@ -208,24 +207,25 @@ async def fetch_rule_files(api: Any, repo: str, partial: dict[str, str] | None =
         origins.update({key: (org, f"{org}/") for key in defaults})
         files.update(defaults)
     # A stub CONTRIBUTING / GOVERNANCE that points to another repository: follow it once.
-    for path in [p for p in files if p.upper().endswith(("CONTRIBUTING.MD", "GOVERNANCE.MD"))]:
-        text = files[path]
-        m = _POINTER.search(text) if len(text) < 600 else None
-        if m and f"{m.group(1)}/{m.group(2)}".lower() != repo.lower():
-            other = f"{m.group(1)}/{m.group(2)}"
-            key = f"{other}/{m.group(3)}"
-            linked = await fetch.text(other, m.group(3), key)
+    for path, text in list(files.items()):
+        pointer = pointed_to(path, text)
+        if pointer and pointer[0].lower() != repo.lower():
+            other, target = pointer
+            key = f"{other}/{target}"
+            linked = await fetch.text(other, target, key)
             if linked is not None:
                 files[key] = linked
-    # A CONTRIBUTING that is a table of contents: its pages, one level deep.
+    # A CONTRIBUTING that is a table of contents: its pages, and theirs (LinkWalk).
     # (The repository's and the organisation's: a followed pointer's file is not walked on.)
-    pages = _linked_from(origins, files, known={*files, *fetch.partial})
-    for key, (source_repo, target) in list(pages.items())[:MAX_LINKED_PAGES]:
-        text = await fetch.text(source_repo, target, key)
-        if text is not None:
-            files[key] = text
-    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial}, stored=stored,
-                                       pages_left=MAX_LINKED_PAGES - min(len(pages), MAX_LINKED_PAGES)))
+    walk = LinkWalk(origins, files, known={*files, *fetch.partial})
+    while pages := walk.next_pages():
+        for key, (source_repo, target) in pages.items():
+            text = await fetch.text(source_repo, target, key)
+            if text is not None:
+                files[key] = text
+                walk.read(key, text)
+    files.update(await _package_guides(fetch, repo, known={*files, *fetch.partial, *walk.asked},
+                                       stored=stored, pages_left=walk.left))
     if partial is not None:
         partial.update(fetch.partial)
     return files
@@ -286,6 +286,40 @@ async def _read_repo(fetch: _Fetcher, repo: str, prefix: str,
     return files
 
 
+class LinkWalk:
+    """The pages guides link to in their repositories, level by level: the guides' own links,
+    then the links of those pages that are contribution pages themselves (`_linked_from` walks
+    only those), LINK_LEVELS levels, MAX_LINKED_PAGES pages in all, the first level first. A
+    page is asked once (read or not), none of `known` (read already: a link back to the guide,
+    or between pages, is no cycle). The caller reads each level's `next_pages` and hands back
+    what it read (`read`)."""
+
+    def __init__(self, guides: dict[str, tuple[str, str]], texts: dict[str, str], known: set[str]) -> None:
+        self.level = dict(guides)  # {key: (its repository, the prefix of its key)} walked next
+        self.texts = {key: texts[key] for key in guides}
+        self.asked = set(known) | set(guides)
+        self.left = MAX_LINKED_PAGES
+        self.depth = 0
+        self.pending: dict[str, tuple[str, str]] = {}
+
+    def next_pages(self) -> dict[str, tuple[str, str]]:
+        """{key: (repository, path)} of the pages to read now; empty when the walk is done."""
+        if self.depth >= LINK_LEVELS or self.left <= 0 or not self.level:
+            return {}
+        self.depth += 1
+        pages = dict(list(_linked_from(self.level, self.texts, self.asked).items())[:self.left])
+        self.left -= len(pages)
+        self.asked.update(pages)
+        self.level, self.pending = {}, pages
+        return pages
+
+    def read(self, key: str, text: str) -> None:
+        """The page `key` of the last `next_pages` was read: its links are the next level's."""
+        source_repo, target = self.pending[key]
+        self.texts[key] = text
+        self.level[key] = (source_repo, key[:len(key) - len(target)])
+
+
 def _linked_from(guides: dict[str, tuple[str, str]], files: dict[str, str],
                  known: set[str]) -> dict[str, tuple[str, str]]:
     """{key: (repository, path)} of the pages the CONTRIBUTING files among `guides` ({key:
@@ -301,31 +335,20 @@ def _linked_from(guides: dict[str, tuple[str, str]], files: dict[str, str],
     return pages
 
 
-def docs_site_guide(path: str) -> bool:
-    """Whether a CONTRIBUTING below the root is a docs site's copy of the repository's guide
-    (`docs/source/contributing.rst`), not a package's."""
-    return path.split("/", 1)[0].lower() in DOCS_SITE_FOLDERS
-
-
 def package_guide_paths(tree: list[Any]) -> list[str]:
     """The guides below the root to read from a git tree listing: one CONTRIBUTING per folder
-    (the first spelling of CONTRIBUTING_NAMES), at most MAX_GUIDE_DEPTH folders deep, not in the
-    repository's own guide folders nor in another project's, build or test-data folders;
-    shallowest first, then by path (deterministic), all of them (the caller bounds). Those
+    (the first spelling of CONTRIBUTING_NAMES) where guide_below_root says a folder may hold its
+    own; shallowest first, then by path (deterministic), all of them (the caller bounds). Those
     under a docs site's folder (docs_site_guide) are the top guide's pages, the others
-    packages' guides."""
+    sub-projects' guides."""
     by_folder: dict[str, tuple[int, str]] = {}
     for entry in tree:
         if not isinstance(entry, dict) or entry.get("type") != "blob":
             continue
         path = str(entry.get("path") or "")
+        if not guide_below_root(path):
+            continue
         folder, _, name = path.rpartition("/")
-        if name.lower() not in CONTRIBUTING_NAMES or folder in REPO_GUIDE_FOLDERS:
-            continue
-        parts = folder.split("/")
-        if len(parts) > MAX_GUIDE_DEPTH or any(
-                p.startswith(".") or "{{" in p or _NOT_THE_PROJECTS.fullmatch(p) for p in parts):
-            continue
         rank = CONTRIBUTING_NAMES.index(name.lower())
         if folder not in by_folder or rank < by_folder[folder][0]:
             by_folder[folder] = (rank, path)
@@ -337,7 +360,7 @@ async def _package_guides(fetch: _Fetcher, repo: str, known: set[str],
     """{path: text} of the guides below `repo`'s root (package_guide_paths; those in `known`,
     read already, skipped): a docs site's copy of the guide as a page of the top guide (within
     the `pages_left` of its MAX_LINKED_PAGES), MAX_PACKAGE_GUIDES packages' guides, then the
-    pages those link to in the repository (MAX_LINKED_PAGES, one level, as the top guide's):
+    pages those link to in the repository (MAX_LINKED_PAGES, LinkWalk, as the top guide's):
     one tree request plus one per file. They add to the repository's own files, so a failure
     here degrades to what was read, said in `fetch.partial`, instead of failing the summary.
 
@@ -397,9 +420,10 @@ async def _package_guides(fetch: _Fetcher, repo: str, known: set[str],
     paths = [p for p in package_guide_paths(entries) if p not in known]
     await read_each([p for p in paths if docs_site_guide(p)][:max(pages_left, 0)])
     guides = await read_each([p for p in paths if not docs_site_guide(p)][:MAX_PACKAGE_GUIDES])
-    pages = _linked_from({path: (repo, "") for path in guides}, guides,
-                         known={*known, *found, *fetch.partial})
-    await read_each(list(pages)[:MAX_LINKED_PAGES])
+    walk = LinkWalk({path: (repo, "") for path in guides}, guides, known={*known, *found, *fetch.partial})
+    while pages := walk.next_pages():
+        for key, text in (await read_each(list(pages))).items():
+            walk.read(key, text)
     return found
 
 
@@ -554,7 +578,7 @@ def _inside(root: Path, repo_path: str) -> Path | None:
 def checkout_pages(root: Path, files: dict[str, str], partial: dict[str, str] | None,
                    repo: str) -> dict[str, str]:
     """{path: text} of the pages a checkout's guides link to, as fetch_rule_files follows
-    them on GitHub (one level, each once, by the same filter, `_linked_from`): the top
+    them on GitHub (LinkWalk: two levels, each once, by the same filter): the top
     guide's (the first CONTRIBUTING of FILES' places), MAX_LINKED_PAGES; then those of
     MAX_PACKAGE_GUIDES package guides (package_guide_paths), MAX_LINKED_PAGES more. Only
     files inside `root` are read (`_inside`): a `..` past the root is no page, nor a symlink
@@ -567,12 +591,14 @@ def checkout_pages(root: Path, files: dict[str, str], partial: dict[str, str] | 
                 if not docs_site_guide(p)][:MAX_PACKAGE_GUIDES]
     found: dict[str, str] = {}
     for guides in ([top] if top else [], packages):
-        pages = _linked_from({guide: (repo, "") for guide in guides}, files,
-                             known={*files, *found, *(partial or {})})
-        for page in list(pages)[:MAX_LINKED_PAGES]:
-            path = _inside(root, page)
-            if path is not None:
-                found[page] = _read_capped(path, page, partial)
+        walk = LinkWalk({guide: (repo, "") for guide in guides}, files,
+                        known={*files, *found, *(partial or {})})
+        while pages := walk.next_pages():
+            for page in pages:
+                path = _inside(root, page)
+                if path is not None:
+                    found[page] = _read_capped(path, page, partial)
+                    walk.read(page, found[page])
     return found
 
 

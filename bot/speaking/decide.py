@@ -15,6 +15,7 @@ from typing import Any
 
 from bot.speaking.claims import STALE_PENDING, delivery_of, held_by_an_earlier_attempt
 from bot.speaking.failure_comment import (
+    SUSPENDED,
     add_pending_label,
     failure_comment,
     freeze_if_maintainer_replied,
@@ -31,6 +32,7 @@ from bot.speaking.quiet import (
     REOPEN_TRIGGERS,
     SUMMARY_EDIT_TRIGGERS,
 )
+from bot.speaking.records import record_skip
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rule_summary, update_rule_summary
 from bot.speaking.situation import Prefetched, load_situation
@@ -60,6 +62,12 @@ async def act(
     if trigger not in interesting or analysis is None:
         return {}
     sit = await load_situation(ctx, repo, number, payload, thread, prefetched)
+    if sit is not None and sit.silenced and trigger in NEW_TRIGGERS - {"command"} and (
+            sit.record.get("kind") == "issue"):
+        # Opened while its owner had the app suspended: said why on /api/actions, and an
+        # edit after the unsuspend does not make it a new report (`failure_comment`).
+        await record_skip(ctx, sit.repo, number, "failure_comment", *SUSPENDED)
+        return {"failure_comment": "skipped:" + SUSPENDED[0]}
     if sit is None or sit.installation_id is None:
         return {}  # not installed: the app only tracks, it never speaks there
     outcome: dict[str, str] = {}

@@ -47,7 +47,7 @@ from bot.speaking.quiet import (
     quiet_reason,
     unlabelled_replies,
 )
-from bot.speaking.records import record_skip
+from bot.speaking.records import record_skip, skip_key
 from bot.speaking.render import (
     FAILURE_MARKER,
     FailureComment,
@@ -99,6 +99,11 @@ def _is_confident_failure(analysis: dict[str, Any], config: RepoConfig) -> tuple
 
 
 UNKNOWN_FRAMEWORK = ("unknown_framework", "the repository is not one of the tracked frameworks")
+# The issue's opening found the app's installation suspended (or uninstalled): recorded then
+# (bot.speaking.decide), and an edit after the unsuspend posts nothing (a report from its start,
+# not one edited into a report).
+SUSPENDED = ("suspended", "the app's installation here was suspended (or uninstalled) when "
+             "the issue was opened: nothing is said on it")
 
 
 def failure_reason(sit: Situation, analysis: dict[str, Any],
@@ -219,6 +224,8 @@ async def _failure_comment(
                               "edited into a report by someone other than its author")
             return "skipped:edited_by_other"
         opened_labels = await labels_at_opening(ctx, repo, number)
+        if await _opened_while_suspended(ctx, repo, number):
+            return "skipped:" + SUSPENDED[0]  # (recorded at the opening)
         if await _replied_as_proposal(ctx, repo, number):
             # One thing said on a thread: the proposal's rule summary is there already.
             await record_skip(ctx, repo, number, "failure_comment", "rule_summary",
@@ -414,14 +421,14 @@ async def add_label(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
     await _record_label(ctx, action_id, label, key="label_pending")
     try:
         await _make_label(gh, repo, label)
-        await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
+        labels = await gh.post(f"/repos/{repo}/issues/{number}/labels", data={"labels": [label]})
     except Exception as exc:
         from bot.github.client import refused_for_good
 
         if refused_for_good(exc):
             await _record_label(ctx, action_id, None, key="label_pending")
         raise
-    await _label_added(ctx, action_id, label)
+    await _label_added(ctx, action_id, label, _label_id({"labels": labels}, label))
 
 
 async def resolve_label_intent(ctx: Any, gh: Any, repo: str, number: int, action_id: int,
@@ -440,7 +447,7 @@ async def resolve_label_intent(ctx: Any, gh: Any, repo: str, number: int, action
     if issue is None:
         issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
     if _has_label(issue, pending):
-        await _label_added(ctx, action_id, pending)
+        await _label_added(ctx, action_id, pending, _label_id(issue, pending))
         return pending, None
     await _record_label(ctx, action_id, None, key="label_pending")
     return had, pending
@@ -500,6 +507,13 @@ async def labels_at_opening(ctx: Any, repo: str, number: int) -> set[str]:
                 for label in ((details or {}).get("opened_labels") or [])}
 
 
+async def _opened_while_suspended(ctx: Any, repo: str, number: int) -> bool:
+    """Whether the issue's opening decision found the app's installation suspended."""
+    async with ctx.sessionmaker() as session:
+        return await session.scalar(select(Action.id).where(Action.dedupe_key == skip_key(
+            repo, number, "failure_comment", SUSPENDED[0]))) is not None
+
+
 async def _replied_as_proposal(ctx: Any, repo: str, number: int) -> bool:
     async with ctx.sessionmaker() as session:
         status = await session.scalar(
@@ -518,6 +532,25 @@ def _has_label(issue: dict[str, Any], label: str) -> bool:
     return label.casefold() in _label_names(issue)
 
 
+def _label_id(issue: dict[str, Any], label: str) -> int | None:
+    """GitHub's id of the issue's label `label` (any case), which a rename keeps; None when
+    the issue (or the answer listing its labels) shows none."""
+    for lab in issue.get("labels") or []:
+        if (isinstance(lab, dict) and str(lab.get("name")).casefold() == label.casefold()
+                and isinstance(lab.get("id"), int)):
+            return int(lab["id"])
+    return None
+
+
+def _named_now(issue: dict[str, Any], label_id: int | None) -> str | None:
+    """The name the issue's label of id `label_id` has now (a maintainer may have renamed it
+    in the repository's settings), or None when the issue has no such label."""
+    for lab in issue.get("labels") or []:
+        if label_id is not None and isinstance(lab, dict) and lab.get("id") == label_id:
+            return str(lab.get("name"))
+    return None
+
+
 async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: bool = False,
                         key: str | None = None) -> None:
     """Keep in the action's details (`label`) the label the app added to the issue, if any;
@@ -526,19 +559,25 @@ async def _record_label(ctx: Any, action_id: int, label: str | None, *, would: b
     async with ctx.sessionmaker() as session:
         row = await locked_action(session, action_id)
         if row is not None and (row.details or {}).get(key, ...) != label:
-            row.details = {**(row.details or {}), key: label}
+            details = {**(row.details or {}), key: label}
+            if key == "label":
+                details.pop("label_id", None)  # the id was the former label's
+            row.details = details
         await session.commit()
 
 
-async def _label_added(ctx: Any, action_id: int, label: str) -> None:
-    """The label is on the issue as the app's: recorded (`label`) and the intent resolved
-    (`label_pending` cleared), in one transaction."""
+async def _label_added(ctx: Any, action_id: int, label: str, label_id: int | None) -> None:
+    """The label is on the issue as the app's: recorded (`label`, and `label_id`, GitHub's id
+    of it, which a rename in the repository's settings keeps: `relabel` finds it under its
+    new name) and the intent resolved (`label_pending` cleared), in one transaction."""
     async with ctx.sessionmaker() as session:
         row = await locked_action(session, action_id)
         if row is not None:
             details = dict(row.details or {})
-            if details.get("label") != label or details.get("label_pending") is not None:
-                row.details = {**details, "label": label, "label_pending": None}
+            if (details.get("label") != label or details.get("label_pending") is not None
+                    or details.get("label_id") != label_id):
+                row.details = {**details, "label": label, "label_pending": None,
+                               "label_id": label_id}
         await session.commit()
 
 
@@ -551,19 +590,18 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
     invalid name) is logged; a rate limit, a 5xx or a lost connection raises, so that the
     delivery is retried (the comment's rewrite finds nothing to do then, and this is done
     again) rather than the label change being lost until the next edit. A removal answered
-    404 or 410 (a person removed the label, the issue is gone) is done. An add begun and not
+    404 or 410 (a person removed the label, the issue is gone) is done; a 404 for a label a
+    maintainer renamed in the repository's settings removes it under its new name (found by
+    the id recorded with it, user82). An add begun and not
     seen through (`add_label`'s intent: a crash after GitHub took it) is settled first, so
     the label it left is known as the app's and follows the kind too."""
     had = (action.details or {}).get("label")
     intent = (action.details or {}).get("label_pending")
     if label == had and not intent:
         return
-    from urllib.parse import quote
-
-    from gidgethub import BadRequest
-
     base = f"/repos/{repo}/issues/{number}/labels"
     now = had
+    issue: dict[str, Any] | None = None  # the issue as read here (at most once)
     try:
         gh = await installation_gh(ctx, installation_id)
         if intent:
@@ -572,13 +610,20 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
             if label == had:
                 return
         if had:
-            try:
-                await gh.delete(f"{base}/{quote(had, safe='')}")
-            except BadRequest as exc:
-                if exc.status_code not in (404, 410):  # a person removed it already; gone
-                    raise
+            if (await _remove_label(gh, base, had) == 404
+                    and (label_id := await _stored_label_id(ctx, action.id)) is not None):
+                # No label of that name on the issue: a person took it off, or a maintainer
+                # renamed it in the repository's settings (the issue keeps it under its new
+                # name, with its id).
+                issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
+                renamed = _named_now(issue, label_id)
+                if renamed is not None:
+                    await _remove_label(gh, base, renamed)
+                    issue = None  # (read again below: it changed)
             now = None
-        if label and not _has_label(await gh.getitem(f"/repos/{repo}/issues/{number}"), label):
+        if issue is None and label:
+            issue = await gh.getitem(f"/repos/{repo}/issues/{number}")
+        if label and issue is not None and not _has_label(issue, label):
             if now != had:  # (the removal known before the add's intent is written)
                 await _record_label(ctx, action.id, now)
                 had = now
@@ -595,6 +640,32 @@ async def relabel(ctx: Any, repo: str, number: int, installation_id: int | None,
         return
     if now != had:
         await _record_label(ctx, action.id, now)
+
+
+async def _stored_label_id(ctx: Any, action_id: int) -> int | None:
+    """The id of the label the action records as the app's, read now (`_label_added` may have
+    written it since the action was loaded)."""
+    async with ctx.sessionmaker() as session:
+        details = await session.scalar(select(Action.details).where(Action.id == action_id)) or {}
+    label_id = details.get("label_id")
+    return label_id if isinstance(label_id, int) else None
+
+
+async def _remove_label(gh: Any, base: str, name: str) -> int | None:
+    """DELETE the issue's label `name` (`base`: the issue's labels path). GitHub's 404 (no
+    label of that name on the issue) or 410 (the issue is gone) is returned, nothing left to
+    remove; None when removed."""
+    from urllib.parse import quote
+
+    from gidgethub import BadRequest
+
+    try:
+        await gh.delete(f"{base}/{quote(name, safe='')}")
+    except BadRequest as exc:
+        if exc.status_code not in (404, 410):
+            raise
+        return int(exc.status_code)
+    return None
 
 
 async def freeze_if_maintainer_replied(ctx: Any, sit: Situation) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from analyzers.accounts import is_bot_login
+from analyzers.catalog import clauses, clauses_zh
 from bot.templating import markdown_env, without_direction_controls
 
 FAILURE_MARKER = "<!-- rltracker:failure-comment -->"
@@ -198,16 +199,6 @@ def _trailing_group(text: str) -> int:
     return -1
 
 
-def _clauses(text: str) -> list[str]:
-    """Sentences and ';'-separated clauses of a catalog text, each ending with a full stop."""
-    out: list[str] = []
-    for sentence in " ".join(text.split()).replace("; ", ". ").split(". "):
-        sentence = sentence.strip()
-        if sentence:
-            out.append(sentence[0].upper() + sentence[1:] + ("" if sentence.endswith(".") else "."))
-    return out
-
-
 def first_sentence(text: str, limit: int = MAX_CAUTION) -> str:
     text = " ".join(text.split())
     for stop in (". ", "; "):
@@ -313,12 +304,13 @@ def _named(framework: Any) -> re.Pattern[str]:
     return _spelled({framework.id, framework.name}, re.IGNORECASE)
 
 
-def _pick_caution(method: Any, framework: Any, option: Any) -> str | None:
-    """The caution shown next to `option`'s setting: about this framework (the clause naming
-    it), else one naming no other framework. A text that names another of this framework's
-    options for the method, and not `option`, is about that option, not advice on the value
-    shown (verl's `max_off_policy_threshold=8` beside "Verl advises staleness_threshold under
-    1", the fully async trainer's option): it is passed over."""
+def _pick_caution(method: Any, framework: Any, option: Any) -> tuple[Any, int] | None:
+    """The caution shown next to `option`'s setting, as (caution, the index of the clause
+    shown): about this framework (the clause naming it), else one naming no other framework.
+    A text that names another of this framework's options for the method, and not `option`,
+    is about that option, not advice on the value shown (verl's `max_off_policy_threshold=8`
+    beside "Verl advises staleness_threshold under 1", the fully async trainer's option): it
+    is passed over."""
     cautions = list(method.cautions or [])
     if not cautions:
         return None
@@ -335,29 +327,59 @@ def _pick_caution(method: Any, framework: Any, option: Any) -> str | None:
     others = [_named(fw) for fid, fw in _catalog().frameworks.items() if fid != framework.id]
     for caution in cautions:
         if here.search(caution.text):
-            clauses = [c for c in _clauses(caution.text) if not about_another_option(c)]
+            numbered = [(i, c) for i, c in enumerate(clauses(caution.text)) if not about_another_option(c)]
             # the clause that speaks about this framework, not a neighbour's remark before it
-            for clause in clauses:
+            for i, clause in numbered:
                 if here.search(clause):
-                    return md_text(first_sentence(clause))
+                    return caution, i
             if not about_another_option(caution.text):
-                return md_text(first_sentence(caution.text))
+                return caution, 0
             # this framework's clause is about another option: the caution's general clause
-            for clause in clauses:
+            for i, clause in numbered:
                 if not any(p.search(clause) for p in (here, *others)):
-                    return md_text(first_sentence(clause))
+                    return caution, i
     # Cautions about another framework's quirk do not help this reporter.
     for caution in cautions:
         if not any(p.search(caution.text) for p in others) and not about_another_option(caution.text):
-            return md_text(first_sentence(caution.text))
+            return caution, 0
     return None
 
 
-def _frameworks_having(method: Any) -> str:
+def caution_md(method: Any, framework: Any, option: Any, lang: str) -> str | None:
+    """The caution shown next to `option`'s setting (`_pick_caution`), one clause, as
+    Markdown: in Chinese the catalog's `text_zh` clause of the same place (the English one,
+    should a caution have none: the catalog's tests require it)."""
+    picked = _pick_caution(method, framework, option)
+    if picked is None:
+        return None
+    caution, index = picked
+    if lang == "zh" and caution.text_zh:
+        return md_text(clauses_zh(caution.text_zh)[index] + "。")
+    return md_text(first_sentence(clauses(caution.text)[index]))
+
+
+def setting_md_in(option: Any, lang: str) -> str:
+    """The option's setting as a comment in `lang` shows it: in Chinese the catalog's
+    `set_by_zh` (its backticked settings as code spans, the words around them as text) when
+    the English has words around the settings, else `setting_md`."""
+    if lang != "zh" or not option.set_by_zh:
+        return setting_md(option.set_by)
+    pieces = " ".join(option.set_by_zh.split()).split("`")
+    return "".join(code_span(piece) if i % 2 else _words_md(piece) for i, piece in enumerate(pieces))
+
+
+def _words_md(words: str) -> str:
+    """`md_text`, keeping the space that parts the words from a code span beside them."""
+    if not words.strip():
+        return words
+    return (" " if words[0] == " " else "") + md_text(words) + (" " if words[-1] == " " else "")
+
+
+def _frameworks_having(method: Any, lang: str = "en") -> str:
     """Every framework with an option for `method`, named (none left out: a list cut short
     reads as the complete one)."""
     cat = _catalog()
-    return ", ".join(md_text(cat.frameworks[f].name) for f in cat.frameworks if f in method.options)
+    return ("、" if lang == "zh" else ", ").join(md_text(cat.frameworks[f].name) for f in cat.frameworks if f in method.options)
 
 
 def short_name(name: str) -> str:
@@ -462,14 +484,14 @@ def compose_failure_comment(
             suggestions.append(
                 Suggestion(
                     method_id=method.id, name=md_text(short_name(method.name)), url=url,
-                    setting=setting_md(option.set_by), caution=_pick_caution(method, framework, option),
+                    setting=setting_md_in(option, lang), caution=caution_md(method, framework, option, lang),
                     option_name=option.name, commit=option.commit, file=option.file,
                     experimental=option.experimental,
                 )
             )
         elif not method.options.get(framework_id) and method.options:
             elsewhere.append({"id": method.id, "name": md_text(short_name(method.name)), "url": url,
-                              "frameworks": _frameworks_having(method)})
+                              "frameworks": _frameworks_having(method, lang)})
     if not suggestions:
         return None
     shown = suggestions[:MAX_METHODS]
@@ -559,14 +581,14 @@ def methods_reply(failure_key: str, framework_id: str | None, lang: str, public_
         option = _suggestable(method, framework.id) if framework else None
         if option is not None:
             rows_here.append({"name": md_text(short_name(method.name)), "url": url,
-                              "setting": setting_md(option.set_by), "default": option.on_by_default,
+                              "setting": setting_md_in(option, lang), "default": option.on_by_default,
                               "experimental": option.experimental})
         elif framework is not None and method.has(framework.id):
             # always on in this framework: nothing to turn on, but not "only in other frameworks"
             rows_builtin.append({"name": md_text(short_name(method.name)), "url": url})
         elif method.options:
             rows_elsewhere.append({"name": md_text(short_name(method.name)), "url": url,
-                                   "frameworks": _frameworks_having(method)})
+                                   "frameworks": _frameworks_having(method, lang)})
     return render(
         f"comments/methods_reply.{lang}.md.j2",
         {

@@ -50,6 +50,9 @@ class Situation:
     # as it posted). What a quiet decision asks before it records a skip.
     failed_with_text: bool = False
     rules_claim: Action | None = None
+    # Its installation is suspended or uninstalled (installation_id is None then): the app
+    # tracks the thread and says nothing there.
+    silenced: bool = False
 
     @property
     def rules_may_have_posted(self) -> bool:
@@ -157,7 +160,8 @@ def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository
         installation_id = installation_from(payload)
         if installation_id == row.removed_installation_id:
             installation_id = None  # removed from it: the delivery predates the removal
-    if installation_id in silenced:
+    is_silenced = installation_id in silenced
+    if is_silenced:
         installation_id = None  # as if not installed: the app only tracks there
     return Situation(
         repo=thread.repo, number=number, record=record, repo_id=row.id,
@@ -167,7 +171,7 @@ def _situation(thread: Any, number: int, record: dict[str, Any], row: Repository
         # command's handler records it; the decision, which may run first, reads it here)
         muted=bool(thread.muted) or opening_command(record.get("body")) is not None,
         existing=existing, repository=row,
-        failed_with_text=failed_with_text, rules_claim=rules_claim,
+        failed_with_text=failed_with_text, rules_claim=rules_claim, silenced=is_silenced,
     )
 
 

@@ -362,6 +362,18 @@ async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
         return removed == installation_id
 
 
+async def _not_installed(ctx: Any, repo: str, number: int, ref: str, word: str) -> str:
+    """A command through an installation suspended or uninstalled, or in a repository removed
+    from it: nothing can be said or asked on GitHub there. Recorded (the skip
+    `not_installed:{ref}`, on /api/actions) so that the operator can tell why a command was
+    not done (it was a delivery `done` and nothing else: user82); a redelivery after the
+    unsuspend is still handled (the skip is not the command's answer)."""
+    await record_skip(ctx, repo, number, "command", f"not_installed:{ref}",
+                      "the app's installation here is suspended or uninstalled, or the "
+                      "repository was removed from it: nothing was done", command=word[:20])
+    return "not_installed"
+
+
 WRITE_ROLES = frozenset({"write", "maintain", "admin"})
 # Associations that say nothing of write access: an organisation member (its base permission
 # may be read or none) and a collaborator (who may be given read or triage only).
@@ -460,7 +472,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         # (the quiet rules ask about such repliers too): where a maintainer's rights matter,
         # asked of GitHub as a MEMBER is; with write access they are one.
         if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
-            return "not_installed"  # (nothing to ask GitHub through)
+            return await _not_installed(ctx, repo, number, ref, word)  # (nothing to ask through)
         if await may_write():
             association = "COLLABORATOR"  # (asked below again: answered from `asked`)
     if not is_author and association not in MAINTAINERS:
@@ -504,7 +516,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         problem = "unknown_kind"
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
-        return "not_installed"  # suspended, uninstalled or removed since it was written
+        return await _not_installed(ctx, repo, number, ref, word)
     if word == "resume" and association in ASKED_ASSOCIATIONS and not await may_write():
         return await refuse("not_maintainer", "only a maintainer of the repository may resume "
                             "the app's comments there (a member of the organisation or a "
@@ -997,7 +1009,7 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
     ref = f"opening:{word}"
     key = f"{repo}#{number}:command:{ref}"
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
-        return "not_installed"
+        return await _not_installed(ctx, repo, number, ref, word)
     if not is_author and (login is None
                           or not await _may_write(ctx, repo, installation_id, str(login))):
         # Refused as the same command in a comment is (left80: a skip `not_maintainer` only,

@@ -44,12 +44,12 @@ from typing import Any, TypeVar
 import gidgethub
 from gidgethub import sansio
 from gidgethub.routing import Router
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from bot.github.client import refused_for_good
-from bot.store.models import Comment, Repository, Thread
+from bot.store.models import Action, Comment, Repository, Thread
 from bot.store.privacy import lock_repositories
 from bot.store.threads import (
     bury,
@@ -778,18 +778,29 @@ async def _drop_converted_copy(session: AsyncSession, thread: Thread,
     """A new comment of a discussion converted from an issue: the issue's comment it was
     made from (the thread's oldest `comment` row with its author and words), stored before
     the conversion, is deleted (the nightly sync drops any left: its listing returns the
-    discussion's comments only)."""
+    discussion's comments only).
+
+    The app's own comment copied so (its failure comment, a reply): the action that records
+    it follows the copy (its id and node id), as the stored comment does; with the issue
+    comment's ids the nightly reception check read it as deleted by the maintainers (the
+    pause rule counts those) and a `/rltracker stop` in the discussion hid nothing (user82)."""
     if record.get("kind") != "discussion_comment":
         return
     author = record.get("author")
-    same = select(Comment.id).where(
+    same = select(Comment.id, Comment.github_id).where(
         Comment.thread_id == thread.id, Comment.kind == "comment",
         Comment.body == storable_text(record.get("body") or ""),
         Comment.author.is_(None) if author is None else Comment.author == author,
     ).order_by(Comment.created_at.asc().nulls_last(), Comment.id).limit(1)
-    first = await session.scalar(same)
-    if first is not None:
-        await session.execute(delete(Comment).where(Comment.id == first))
+    first = (await session.execute(same)).first()
+    if first is None:
+        return
+    await session.execute(delete(Comment).where(Comment.id == first.id))
+    if record.get("author_is_bot") and record.get("github_id") is not None:
+        await session.execute(
+            update(Action).where(Action.repo == thread.repo, Action.number == thread.number,
+                                 Action.comment_id == first.github_id)
+            .values(comment_id=record["github_id"], comment_node_id=record.get("node_id")))
 
 
 async def handle(event_name: str, payload: Mapping[str, Any], ctx: Any) -> tuple[str, int]:

@@ -190,3 +190,10 @@ def test_a_question_in_parentheses_does_not_end_the_sentence() -> None:
             "clear?) by an editor. Both must approve before merging.\n")
     lines = _statements({"CONTRIBUTING.md": text}, "review")
     assert [s for s in lines if "two approving reviews" in s], lines
+
+
+def test_a_pull_request_that_adds_a_folder_under_a_path_is_where_it_goes() -> None:
+    text = ("# Catalog\n\n## Contributing\n\nNew datasets reach the catalog through a pull request "
+            "that adds a folder under `datasets/`.\n")
+    lines = _statements({"README.md": text}, "algorithms")
+    assert [s for s in lines if "`datasets/`" in s], lines

@@ -840,6 +840,15 @@ _POINTS_BACK = re.compile(
     r"(?:tables?|numbers|results|comparisons?|reports?|figures|plots?|curves?|scores?)\b", re.I)
 
 
+# A sentence whose subject is what the sentence before it named: the check ("The `validate`
+# workflow checks the layout. It must pass before a maintainer looks at the PR."), the reviews
+# ("Each new tutorial gets two reviews ... Both must approve before merging.") (rules83).
+_SUBJECT_POINTS_BACK = re.compile(
+    r"^\s{0,3}(?:(?:it|this|they|both)\s{1,3}(?:must|has\s{1,3}to|have\s{1,3}to|needs?\s{1,3}to|should)\s{1,3}"
+    r"(?:pass|be\s{1,3}green|succeed)|(?:both|they|all\s{1,3}of\s{1,3}them)\s{1,3}(?:must|have\s{1,3}to|need\s{1,3}to)"
+    r"\s{1,3}approve)\b", re.I)
+
+
 def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     out: list[Segment] = []
     parts = part_files(kinds, files)
@@ -883,7 +892,8 @@ def _segments(files: Mapping[str, str], kinds: dict[str, str]) -> list[Segment]:
     for i in range(1, len(out)):
         seg, before = out[i], out[i - 1]
         if (seg.kind == before.kind == "sentence" and seg.file == before.file
-                and seg.section == before.section and _POINTS_BACK.search(seg.text[:600])):
+                and seg.section == before.section and (_POINTS_BACK.search(seg.text[:600])
+                                                       or _SUBJECT_POINTS_BACK.search(seg.text[:600]))):
             # "Any change to a head needs that table." after a story's "She put the accuracy
             # ... in the PR description.": the rule asks what the sentence before it tells
             # (rules79: a benchmark rule told only as a story was not read)
@@ -1120,6 +1130,21 @@ _OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:o
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
 
+# A rule told as the past: a practice the project had ("We used to run a stale bot that closed
+# ...", "X required a CLA until version 0.6", "Until 2023 we asked for ..."): history, no rule
+# of today, its whole sentence (rules83). "is used to" (a tool's use) and a present "are
+# required until CI passes" are not; a version, a year or "recently" bounds the past.
+_PAST_BOUND = (r"(?:(?:version|release)\s{1,3}v?\d|v\d|\d{1,3}\.\d|(?:19|20)\d\d\b|recently\b"
+               r"|last\s{1,3}(?:year|month|release|version)\b)")
+_PAST_OBLIGED = r"(?<!\bis\s)(?<!\bare\s)(?<!\bbe\s)(?<!\bbeen\s)\b(?:had\s{1,3}to|(?:was|were)\s{1,3}(?:required|mandatory|needed|asked)|required|asked|needed)"
+TOLD_AS_PAST = re.compile(
+    r"\b(?:we|they|it|there|maintainers|the\s{1,3}project)\s{1,3}(?:once\s{1,3}|previously\s{1,3})?used\s{1,3}to\s"
+    r"|\bused\s{1,3}to\s{1,3}(?:require|ask|need|be\s{1,3}(?:required|mandatory|needed))\b"
+    r"|" + _PAST_OBLIGED + r"\b[^.;!?]{0,160}?\buntil\s{1,3}"
+    + _PAST_BOUND + r"|\b(?:until|before|prior\s{1,3}to)\s{1,3}" + _PAST_BOUND + r"[\w.]{0,12},?\s{1,3}"
+    r"(?:[^.;!?]{0,120}?\s)?" + _PAST_OBLIGED + r"\b", re.I)
+
+
 def waived_clauses(doc: Any) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
@@ -1170,6 +1195,10 @@ def waived_clauses(doc: Any) -> list[int]:
                 whole.add(sentence_of[i] - 1)
         elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
             whole.add(sentence_of[i])
+    sentences: dict[int, str] = {}
+    for i, words in enumerate(texts):
+        sentences[sentence_of[i]] = sentences.get(sentence_of[i], "") + "".join(words)
+    whole |= {s for s, text in sentences.items() if TOLD_AS_PAST.search(text)}
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
     others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
     waived |= {i for first in others for i in range(first, len(texts)) if sentence_of[i] == sentence_of[first]}
@@ -1187,7 +1216,14 @@ def lead_waives(seg: Segment) -> bool:
     if not seg.intro or seg.kind not in ("item", "combined", "lead_item"):
         return False
     lead = _LAST_SENTENCE.split(seg.intro[-300:].lower())[-1].strip()
-    return lead.endswith(":") and table().waived.search(lead) is not None
+    return lead.endswith(":") and table().waived.search(_INVITATION.sub(" ", lead)) is not None
+
+
+# A lead that welcomes a kind of contribution ("Bug fixes to the harness are welcome as ordinary
+# pull requests:"): the items are the rules for it, not wishes (rules83).
+_INVITATION = re.compile(
+    r"\b(?:contributions?|pull\s{1,3}requests?|prs?|patches|bug\s{1,3}fixes|fixes|improvements|features?)\b"
+    r"[^.:;]{0,80}?\b(?:are|is)\s{1,3}(?:\w{1,12}\s{1,3})?welcome\b")
 
 
 # The whole box, or with a short remark ("N/A (docs only)"): "No new warnings" is a box to tick.
@@ -1603,7 +1639,7 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                               or id(seg) in choices
                               else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low)
-                              or _WISH_WORDS.search(low) else [])
+                              or _WISH_WORDS.search(low) or TOLD_AS_PAST.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

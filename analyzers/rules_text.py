@@ -218,7 +218,7 @@ def _split_latin(text: str) -> list[str]:
     bounded = bounded_runs(text)
     doc = pipe.get_pipe("sentencizer")(pipe.make_doc(bounded))
     if bounded is text:
-        return [piece for s in doc.sents for piece in _PATH_END.split(s.text.strip()) if piece]
+        return _rejoin_parentheses([piece for s in doc.sents for piece in _PATH_END.split(s.text.strip()) if piece])
     # The sentences cut from the text as written (the spaces put into long runs left out).
     added = [m.end() + k for k, m in enumerate(_LONG_RUN.finditer(text))]  # in `bounded`
     spans = [(s.start_char, s.end_char) for s in doc.sents]
@@ -228,6 +228,25 @@ def _split_latin(text: str) -> list[str]:
         b = end - bisect.bisect_left(added, end)
         piece = text[a:b].strip()
         if piece:
+            out.append(piece)
+    return _rejoin_parentheses(out)
+
+
+MAX_REJOINED = 600
+
+
+def _rejoin_parentheses(pieces: list[str]) -> list[str]:
+    """Sentences cut at a question inside a parenthesis joined again: "a technical review (does
+    the code run and is it correct?) by a maintainer" is one sentence (rules83), as is one cut
+    inside a parenthesis still open; a joined sentence stays short (an unclosed "(" does not
+    make a file one sentence)."""
+    out: list[str] = []
+    for piece in pieces:
+        if out and len(out[-1]) + len(piece) < MAX_REJOINED and (
+                out[-1].count("(") > out[-1].count(")")
+                or (piece[:1].islower() and out[-1].endswith(("?)", "!)")))):
+            out[-1] = f"{out[-1]} {piece}"
+        else:
             out.append(piece)
     return out
 

@@ -153,6 +153,15 @@ CASES = {
                           "Never rename x " + "y " * 30 + "without opening an issue first. "),
     "maintainers-rest": _fill("## Merging\n\nThe rest of this section is for maintainers. Add it to the "
                               "changelog.\n\n"),
+    # rules83: rules told as the past, each one of a kind needing a test, runtimes' outputs
+    "told-as-past": _fill("We used to run a stale bot that closed inactive PRs after 60 days. X required "
+                          "a CLA until version 0.6; until 2023 we asked for a sign-off. "),
+    "past-one-sentence": "until 2023 " + _fill("required a needed until v1 ") + ".",
+    "every-kind-tests": _fill("Every converter needs a test in `tests/a/test_<b>.py` that compares the "
+                              "runtime's output. Search existing issues in a feature request first. "),
+    "parenthesised-questions": _fill("Two reviews (is it right?) by a maintainer (is it clear?) by an "
+                                     "editor. ( a. b. c. Both must approve. "),
+    "unclosed-parentheses": _fill("( an open parenthesis. "),
 }
 
 

@@ -350,6 +350,16 @@ async def _answered(ctx: Any, key: str) -> bool:
         return await session.scalar(select(Action.id).where(Action.dedupe_key == key)) is not None
 
 
+async def _retracted(ctx: Any, key: str) -> bool:
+    """Whether the command comment with this dedupe key gave a verdict an edit took back
+    (bot.speaking.verdict.retract)."""
+    from bot.speaking.verdict import RETRACTED
+
+    async with ctx.sessionmaker() as session:
+        details = await session.scalar(select(Action.details).where(Action.dedupe_key == key))
+    return (details or {}).get(RETRACTED) == "edited"
+
+
 async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
     """The app must not speak through this installation here: it is suspended or uninstalled,
     or the repository was removed from it (the command was written before)."""
@@ -460,7 +470,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         # Said where the person waits for the edit to count (once: the note's slot).
         if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
             dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
-            await _note(ctx, repo, number, installation_id, "edited", key,
+            await _note(ctx, repo, number, installation_id,
+                        "verdict_edited" if await _retracted(ctx, key) else "edited", key,
                         (data.get("discussion") or {}).get("node_id"), dry_run, ref,
                         delivery_id=delivery_of(data), in_thread=in_thread)
         return "already_answered"

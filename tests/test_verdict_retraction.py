@@ -197,6 +197,44 @@ async def test_a_deleted_verdict_through_the_webhook(
     assert len(fake_github.requests("POST", r"/issues/45/comments")) == 1
     [record] = await retractions(app_ctx, 45)
     assert record.details["outcome"] == "analyzer"
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from bot.app import create_app
+
+    async with TestClient(TestServer(create_app(app_ctx, worker=False))) as client:
+        html = await (await client.get(f"/threads/{VERL}/45")).text()
+    assert "/rltracker kind taken back (its comment deleted)" in html
+    assert "kind set by @" not in html
+
+
+async def test_a_verdict_done_before_verdicts_were_kept_is_brought_back_from_its_comment(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """A verdict command done before this pass has no `given` in its action: the verdict
+    before a deleted one is rebuilt from its stored comment (who wrote it, when)."""
+    from bot.store.models import Thread
+    from bot.store.threads import upsert_comment
+
+    await setup(app_ctx, fake_github, 47)
+    first = payload(shared_dir, "created", 47, 950010, "/rltracker kind kl_growth",
+                    at=NOW - timedelta(minutes=3), user="maint")
+    fake_github.set_permission(VERL, "maint", "write")
+    first["comment"]["author_association"] = "MEMBER"
+    await dispatch(app_ctx, first)
+    async with app_ctx.sessionmaker() as s:
+        row = await s.scalar(select(Action).where(Action.dedupe_key.like("%:command:950010")))
+        row.details = {k: v for k, v in row.details.items() if k != "given"}
+        thread = await s.scalar(select(Thread).where(Thread.number == 47))
+        await upsert_comment(s, thread, {"github_id": 950010, "author": "maint", "kind": "comment",
+                                         "body": first["comment"]["body"],
+                                         "created_at": first["comment"]["created_at"]})
+        await s.commit()
+    second = payload(shared_dir, "created", 47, 950011, "/rltracker not-a-failure",
+                     at=NOW - timedelta(minutes=2))
+    await dispatch(app_ctx, second)
+    await dispatch(app_ctx, {**second, "action": "deleted"})
+    [v] = await verdicts(app_ctx)
+    assert (v.category, v.login, v.role, v.comment_id) == ("kl_growth", "maint", "maintainer", 950010)
+    assert iso(v.given_at) == first["comment"]["created_at"]
 
 
 async def test_a_verdict_while_suspended_is_not_stored_and_says_so(

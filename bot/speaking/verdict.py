@@ -21,7 +21,8 @@ commands at once on two replicas), its work is done too. `bot.speaking.decide.ac
 after posting or rewriting the failure comment when the stored verdict is not the one it
 decided with (a command handled while the first comment was being posted found its slot
 claimed but nothing posted to rewrite or minimise). Later edits and rechecks read the verdict in `decide.act`, so the analyzer's kind never
-comes back.
+comes back, unless the person takes the verdict back (`retract`: its comment deleted or its
+command edited away): the thread goes back to the verdict before it, or to the analyzer.
 """
 
 from __future__ import annotations

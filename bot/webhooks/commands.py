@@ -31,7 +31,8 @@ A kind rewrites the app's failure comment there for that kind (bot/speaking/verd
 later edits and rechecks keep it; not-a-failure minimises the comment and mutes the thread,
 as `stop` does, until a later kind undoes it. What is done is the thread's latest verdict's,
 whichever command's delivery does it. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
-them as labelled threads.
+them as labelled threads. A verdict whose comment is deleted, or edited so that its command is
+gone or another, is taken back (`handle_retraction`; bot.speaking.verdict.retract).
 
 The opening post of an issue, pull request or discussion may say `/rltracker ignore` or
 `stop` (an author ending their report with it): done as in a comment, when it is opened or an

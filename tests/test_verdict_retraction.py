@@ -91,6 +91,11 @@ async def test_a_deleted_kind_gives_the_comment_back_to_the_analyzer(
         [record] = await retractions(app_ctx, 41)
         assert record.details["outcome"] == "analyzer" and record.details["retraction"] == "deleted"
         assert "taken back" in record.reason
+    # GitHub's "Redeliver" of the delivery that gave it: not given again
+    await dispatch(app_ctx, payload(shared_dir, "created", 41, 950001,
+                                    "/rltracker kind kl_growth", at=NOW - timedelta(minutes=2)))
+    assert await verdicts(app_ctx) == []
+    assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 2
 
 
 async def test_a_deleted_not_a_failure_shows_the_comment_again_and_lifts_the_mute(

@@ -421,7 +421,7 @@ async def _back_to_analyzer(ctx: Any, repo: str, number: int, installation_id: i
 
 
 async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: int | None, *,
-                  why: str, dry_run: bool) -> str | None:
+                  why: str, dry_run: bool, _depth: int = 0) -> str | None:
     """The verdict command of comment `ref` taken back by its author: its comment deleted
     (`why` "deleted") or its command line edited away or changed ("edited"). Its command
     action is marked (`retracted`: it stands no more, also for a later retraction looking
@@ -465,10 +465,23 @@ async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: i
         outcome = "restored"  # (likewise)
     else:
         outcome = "later_verdict"
+    if outcome == "restored" and previous is not None:
+        # Taken back meanwhile too (two deletions at once: that one's retraction found this
+        # one still standing): taken back in turn, to the verdict before it.
+        async with ctx.sessionmaker() as session:
+            cid = int(previous.get("comment_id") or 0)
+            again = await session.scalar(select(Action).where(Action.dedupe_key.in_(
+                [f"{repo}#{number}:command:{kind}{cid}" for kind in ("", "review:", "review_comment:")])))
+        if again is not None and (again.details or {}).get(RETRACTED) and _depth < SETTLE_ROUNDS:
+            ref_again = (again.dedupe_key or "").rsplit(":command:", 1)[-1]
+            outcome = await retract(ctx, repo, number, ref_again, installation_id,
+                                    why=str(again.details[RETRACTED]), dry_run=dry_run,
+                                    _depth=_depth + 1) or "analyzer"
     if outcome == "restored":
         await settle_verdict(ctx, repo, number, installation_id, dry_run=dry_run)
     elif outcome == "analyzer":
         await _back_to_analyzer(ctx, repo, number, installation_id, dry_run)
+    restored = await _stored_is(ctx, repo, number) if outcome == "restored" else None
     word = str(details.get("command"))
     back = ("the verdict before it" if outcome == "restored" else
             "the analyzer's finding" if outcome == "analyzer" else
@@ -478,7 +491,8 @@ async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: i
         dedupe_key=f"{key}:retracted",
         reason=f"/rltracker {word} taken back (its comment {why}); the thread went back to {back}",
         details={"retraction": why, "of": ref, "verdict": word, "outcome": outcome,
-                 "restored": (previous or {}).get("category") if outcome == "restored" else None})
+                 "restored": (("none" if not restored.is_failure_report else restored.category)
+                              if restored is not None else None)})
     return outcome
 
 

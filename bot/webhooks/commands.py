@@ -351,14 +351,15 @@ async def _answered(ctx: Any, key: str) -> bool:
         return await session.scalar(select(Action.id).where(Action.dedupe_key == key)) is not None
 
 
-async def _retracted(ctx: Any, key: str) -> bool:
-    """Whether the command comment with this dedupe key gave a verdict an edit took back
-    (bot.speaking.verdict.retract)."""
+async def _retracted(ctx: Any, key: str) -> str | None:
+    """How the verdict the command comment with this dedupe key gave was taken back
+    (bot.speaking.verdict.retract: "deleted", "edited"), None when it was not."""
     from bot.speaking.verdict import RETRACTED
 
     async with ctx.sessionmaker() as session:
         details = await session.scalar(select(Action.details).where(Action.dedupe_key == key))
-    return (details or {}).get(RETRACTED) == "edited"
+    why = (details or {}).get(RETRACTED)
+    return str(why) if why else None
 
 
 async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
@@ -472,7 +473,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
             dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
             await _note(ctx, repo, number, installation_id,
-                        "verdict_edited" if await _retracted(ctx, key) else "edited", key,
+                        "verdict_edited" if await _retracted(ctx, key) == "edited" else "edited", key,
                         (data.get("discussion") or {}).get("node_id"), dry_run, ref,
                         delivery_id=delivery_of(data), in_thread=in_thread)
         return "already_answered"
@@ -637,6 +638,10 @@ async def _do_command(
                           "the thread is not stored (deleted or moved on GitHub); the command "
                           "was not done", command=word)
         return "unknown_thread"
+    if verdict is not None and await _retracted(ctx, key):
+        # Taken back since it was done (its comment deleted, its command edited away): a
+        # redelivery of the delivery that gave it (GitHub's "Redeliver") does not give it again.
+        return "retracted"
     if verdict is not None:
         details.update(is_failure_report=verdict[0], category=verdict[1])
         # Stored before the command is recorded as handled, and its effects finished on a

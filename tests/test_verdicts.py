@@ -169,14 +169,16 @@ async def test_an_edit_that_adds_a_verdict_is_handled_once(app_ctx: Any, fake_gi
     assert [(v.category, v.comment_id) for v in await verdicts(app_ctx)] == [
         ("kl_growth", event.data["comment"]["id"])]
     assert len(fake_github.requests("PATCH", r"/issues/comments/\d+")) == 1
-    # the same comment changed to another kind: answered once, the reason recorded
+    # the same comment changed to another kind: the verdict taken back (verdicts82: it was
+    # kept), not answered again, the reason recorded
     event.data.update(changes={"body": {"from": "/rltracker kind kl_growth"}})
     event.data["comment"]["body"] = "/rltracker kind entropy_collapse"
     await commands_router.dispatch(event, app_ctx)
-    assert [v.category for v in await verdicts(app_ctx)] == ["kl_growth"]
+    assert await verdicts(app_ctx) == []
     rows = await actions(app_ctx, "command")
-    assert (rows[-2].details or {}).get("code", "").startswith("edited_after_answer:")
-    assert rows[-1].details == {"note": "edited"}  # and the one note saying so
+    assert (rows[-3].details or {}).get("code", "").startswith("edited_after_answer:")
+    assert rows[-2].details == {"note": "edited"}  # the one note (given at the redelivery)
+    assert rows[-1].details["retraction"] == "edited"  # and the retraction, recorded
 
 
 async def test_verdict_in_dry_run(ctx: Any, fake_github: Any) -> None:

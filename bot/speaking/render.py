@@ -735,7 +735,8 @@ def command_note(problem: str, lang: str, done: str | None = None,
     `unknown_kind` (`command`, `kind` or `methods`, with a kind the catalog lacks), `no_kind`
     (`methods` with no kind named, on a thread of none), `help`
     (`/rltracker help` or a bare `/rltracker`: the commands), `more` (a comment of several
-    commands: only `done` was done), `edited` (an edit changed a command done already),
+    commands: only `done` was done), `edited` (an edit changed a command done already;
+    `verdict_edited`: a verdict's, which the edit took back),
     `not_allowed` / `not_maintainer` (not the person's to give) or `config_invalid` (a
     recheck read a settings file it cannot use: `config_error`, the file's problem, shown
     in a fenced block with anything but plain characters blanked). `stranger`: the `help`

@@ -21,7 +21,8 @@ commands at once on two replicas), its work is done too. `bot.speaking.decide.ac
 after posting or rewriting the failure comment when the stored verdict is not the one it
 decided with (a command handled while the first comment was being posted found its slot
 claimed but nothing posted to rewrite or minimise). Later edits and rechecks read the verdict in `decide.act`, so the analyzer's kind never
-comes back.
+comes back, unless the person takes the verdict back (`retract`: its comment deleted or its
+command edited away): the thread goes back to the verdict before it, or to the analyzer.
 """
 
 from __future__ import annotations
@@ -336,3 +337,165 @@ async def settle_verdict(ctx: Any, repo: str, number: int, installation_id: int 
             outcome = "muted"
         done = said
     return outcome
+
+
+# --- a verdict taken back ----------------------------------------------------------------------
+
+VERDICT_WORDS = ("kind", "not-a-failure")
+RETRACTED = "retracted"  # the command action's details: why it no longer stands (deleted / edited)
+
+
+async def _previous_verdict(ctx: Any, repo: str, number: int, key: str,
+                            before: str | None) -> dict[str, Any] | None:
+    """The verdict the thread had before the one given with the command of `key` (at
+    `before`, when its action kept it): the latest given (by the command's time) before it
+    of its other verdict commands still standing (done, not
+    taken back, their comment not deleted), as its action kept it (`given`); None when
+    there is none: the analyzer's finding is the thread's again."""
+    from bot.store.models import Comment
+    from bot.store.threads import comment_grave, graves
+
+    async with ctx.sessionmaker() as session:
+        rows = list(await session.scalars(select(Action).where(
+            func.lower(Action.repo) == repo.lower(), Action.number == number,
+            Action.kind == "command", Action.status.in_(("posted", "dry_run")),
+            Action.dedupe_key != key)))
+        standing: list[dict[str, Any]] = []
+        for row in rows:
+            details = row.details or {}
+            if details.get("command") not in VERDICT_WORDS or details.get(RETRACTED):
+                continue
+            given = details.get("given")
+            ref = (row.dedupe_key or "").rsplit(":command:", 1)[-1]
+            kind, _, raw_id = ref.rpartition(":")
+            if not raw_id.isdigit() or kind not in ("", "review", "review_comment"):
+                continue  # (an opening post's command, or a retraction's record)
+            kinds = [kind] if kind else ["comment", "discussion_comment"]
+            buried = await graves(session, {comment_grave(k, int(raw_id)) for k in kinds})
+            if buried:
+                continue  # deleted before retractions were recorded: it stands no more
+            if not isinstance(given, dict):
+                # Done before its verdict was kept with it (verdicts82): rebuilt from the
+                # stored comment (who wrote it, when); what the analyzer said then is lost.
+                comment = await session.scalar(select(Comment).where(
+                    Comment.kind.in_(kinds), Comment.github_id == int(raw_id)))
+                if comment is None or not comment.author:
+                    continue
+                from bot.store.types import format_datetime
+
+                given = {"is_failure_report": bool(details.get("is_failure_report")),
+                         "category": details.get("category"), "login": comment.author,
+                         "role": str(details.get("by") or "author"), "comment_id": int(raw_id),
+                         "given_at": format_datetime(comment.updated_at or comment.created_at)}
+            standing.append(given)
+    if before:
+        standing = [g for g in standing if str(g.get("given_at") or "") < before]
+    standing.sort(key=lambda g: str(g.get("given_at") or ""))
+    return standing[-1] if standing else None
+
+
+async def _back_to_analyzer(ctx: Any, repo: str, number: int, installation_id: int | None,
+                            dry_run: bool) -> str:
+    """No verdict on the thread any more: the mute a not-a-failure set lifted, the failure
+    comment rewritten for what the analyzer says (its kind, or the withdrawal when it finds
+    no report it is sure of) while still hidden, then shown again. Nothing is posted: a
+    thread without the app's comment stays without one (its next edit or a recheck decides)."""
+    from bot.store.models import Analysis
+
+    if not await _lift_verdict_mute(ctx, repo, number):
+        return "muted"
+    payload = {"installation": {"id": installation_id}} if installation_id is not None else None
+    sit = await load_situation(ctx, repo, number, payload)
+    outcome = "no_comment"
+    if sit is not None and sit.existing is not None and sit.installation_id is not None:
+        async with ctx.sessionmaker() as session:
+            thread = await get_thread(session, sit.repo, number)
+            stored = await session.scalar(select(Analysis.result).where(
+                Analysis.thread_id == thread.id)) if thread is not None else None
+        config = await get_repo_config(ctx, sit.repo, sit.installation_id, row=sit.repository)
+        # asked: the person took back what they asked for; a maintainer's reply since does
+        # not keep their words on the comment
+        outcome = await update_failure_comment(ctx, sit, dict(stored or {}), config, asked=True)
+    await _show_again(ctx, repo, number, installation_id, dry_run)
+    return outcome
+
+
+async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: int | None, *,
+                  why: str, dry_run: bool, _depth: int = 0) -> str | None:
+    """The verdict command of comment `ref` taken back by its author: its comment deleted
+    (`why` "deleted") or its command line edited away or changed ("edited"). Its command
+    action is marked (`retracted`: it stands no more, also for a later retraction looking
+    for the verdict before it). When it is still the thread's verdict, the thread goes back
+    to the one given before it (`_previous_verdict`, its work done by `settle_verdict`) or
+    to the analyzer's finding (`_back_to_analyzer`): the comment rewritten, shown again or
+    minimised, the mute and the label following; nothing posted. Recorded once as an action
+    of its own (`{command key}:retracted`, shown on the thread page and /api/actions).
+    Returns what happened: "restored" (to an earlier verdict), "analyzer", "later_verdict"
+    (a later verdict stands: nothing to undo), or None (no verdict done by that comment)."""
+    from bot.speaking.records import record_once
+    from bot.store.verdicts import retract_verdict
+
+    key = f"{repo}#{number}:command:{ref}"
+    async with ctx.sessionmaker() as session:
+        action = await session.scalar(select(Action).where(Action.dedupe_key == key))
+        details = dict(action.details or {}) if action is not None else {}
+        if (action is None or action.status not in ("posted", "dry_run")
+                or details.get("command") not in VERDICT_WORDS):
+            return None
+        if not details.get(RETRACTED):
+            action.details = {**details, RETRACTED: why}
+            action.updated_at = utcnow()
+            await session.commit()
+    comment_id = int(ref.rpartition(":")[2])
+    given = details.get("given")
+    previous = await _previous_verdict(ctx, repo, number, key, str(
+        given.get("given_at") or "") if isinstance(given, dict) else None)
+    async with ctx.sessionmaker() as session:
+        thread = await get_thread(session, repo, number)
+        if thread is None:
+            return None
+        taken = await retract_verdict(session, thread.id, comment_id, previous)
+        await session.commit()
+    now = await _stored_is(ctx, repo, number)
+    if taken:
+        outcome = "restored" if previous is not None else "analyzer"
+    elif now is None:
+        outcome = "analyzer"  # (a retry after the row was taken back: its work finished)
+    elif previous is not None and now.comment_id == previous.get("comment_id"):
+        outcome = "restored"  # (likewise)
+    else:
+        outcome = "later_verdict"
+    if outcome == "restored" and previous is not None:
+        # Taken back meanwhile too (two deletions at once: that one's retraction found this
+        # one still standing): taken back in turn, to the verdict before it.
+        async with ctx.sessionmaker() as session:
+            cid = int(previous.get("comment_id") or 0)
+            again = await session.scalar(select(Action).where(Action.dedupe_key.in_(
+                [f"{repo}#{number}:command:{kind}{cid}" for kind in ("", "review:", "review_comment:")])))
+        if again is not None and (again.details or {}).get(RETRACTED) and _depth < SETTLE_ROUNDS:
+            ref_again = (again.dedupe_key or "").rsplit(":command:", 1)[-1]
+            outcome = await retract(ctx, repo, number, ref_again, installation_id,
+                                    why=str(again.details[RETRACTED]), dry_run=dry_run,
+                                    _depth=_depth + 1) or "analyzer"
+    if outcome == "restored":
+        await settle_verdict(ctx, repo, number, installation_id, dry_run=dry_run)
+    elif outcome == "analyzer":
+        await _back_to_analyzer(ctx, repo, number, installation_id, dry_run)
+    restored = await _stored_is(ctx, repo, number) if outcome == "restored" else None
+    word = str(details.get("command"))
+    back = ("the verdict before it" if outcome == "restored" else
+            "the analyzer's finding" if outcome == "analyzer" else
+            "nothing (a later verdict stands)")
+    await record_once(
+        ctx, repo=repo, number=number, kind="command", status="dry_run" if dry_run else "posted",
+        dedupe_key=f"{key}:retracted",
+        reason=f"/rltracker {word} taken back (its comment {why}); the thread went back to {back}",
+        details={"retraction": why, "of": ref, "verdict": word, "outcome": outcome,
+                 "restored": (("none" if not restored.is_failure_report else restored.category)
+                              if restored is not None else None)})
+    return outcome
+
+
+async def _stored_is(ctx: Any, repo: str, number: int) -> Any:
+    async with ctx.sessionmaker() as session:
+        return await verdict_of(session, repo, number)

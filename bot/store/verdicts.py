@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from analyzers.version import version_key
 from bot.store.db import dialect_insert
 from bot.store.models import Analysis, Thread, Verdict
-from bot.store.types import format_datetime, utcnow
+from bot.store.types import format_datetime, parse_datetime, utcnow
 
 COLUMNS = ("is_failure_report", "category", "login", "role", "comment_id", "analyzer_category",
            "analyzer_is_failure_report", "analyzer_version", "given_at")
@@ -29,12 +29,13 @@ COLUMNS = ("is_failure_report", "category", "login", "role", "comment_id", "anal
 async def set_verdict(
     session: AsyncSession, thread: Thread, *, is_failure_report: bool, category: str | None,
     login: str, role: str, comment_id: int | None, given_at: datetime | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Store the verdict on `thread` (replacing an earlier one), with the analyzer's finding
     as it stands now. One statement (an upsert): two verdicts at once leave one row.
     `given_at`: when the person wrote the command (the comment's time); a verdict given
     before the stored one (a delivery retried after a later command was handled) does not
-    replace it: the latest word wins, not the last processed."""
+    replace it: the latest word wins, not the last processed. Returns the verdict as given
+    (`given_dict`: what a retraction of a later one brings back)."""
     analysis = await session.scalar(select(Analysis).where(Analysis.thread_id == thread.id))
     values: dict[str, Any] = {
         "thread_id": thread.id,
@@ -53,6 +54,33 @@ async def set_verdict(
     await session.execute(insert.on_conflict_do_update(
         index_elements=["thread_id"], set_={c: insert.excluded[c] for c in COLUMNS},
         where=Verdict.__table__.c.given_at <= insert.excluded.given_at))
+    return given_dict(values)
+
+
+def given_dict(values: dict[str, Any]) -> dict[str, Any]:
+    """A verdict's columns (`COLUMNS`) as JSON, kept in its command's action (`given`): when a
+    later verdict on the thread is taken back, this one is the thread's again, as given."""
+    out = {c: values.get(c) for c in COLUMNS}
+    out["given_at"] = format_datetime(values.get("given_at"))
+    return out
+
+
+async def retract_verdict(session: AsyncSession, thread_id: int, comment_id: int,
+                          previous: dict[str, Any] | None) -> bool:
+    """The thread's verdict given in comment `comment_id` taken back (its comment deleted, or
+    its command edited away): the row becomes `previous` (a `given_dict`: the verdict the
+    thread had before, still standing) or goes. One conditional statement: when the stored
+    verdict is no longer this comment's (a later one was given), nothing changes and False is
+    returned."""
+    table = Verdict.__table__
+    mine = (table.c.thread_id == thread_id) & (table.c.comment_id == comment_id)
+    if previous is None:
+        result = await session.execute(table.delete().where(mine))
+    else:
+        values = {c: previous.get(c) for c in COLUMNS}
+        values["given_at"] = parse_datetime(previous.get("given_at")) or utcnow()
+        result = await session.execute(table.update().where(mine).values(**values))
+    return bool(result.rowcount)
 
 
 async def thread_verdict(session: AsyncSession, thread_id: int) -> Verdict | None:

@@ -31,7 +31,8 @@ A kind rewrites the app's failure comment there for that kind (bot/speaking/verd
 later edits and rechecks keep it; not-a-failure minimises the comment and mutes the thread,
 as `stop` does, until a later kind undoes it. What is done is the thread's latest verdict's,
 whichever command's delivery does it. Both are acknowledged with a reaction, and `rltracker verdicts export` writes
-them as labelled threads.
+them as labelled threads. A verdict whose comment is deleted, or edited so that its command is
+gone or another, is taken back (`handle_retraction`; bot.speaking.verdict.retract).
 
 The opening post of an issue, pull request or discussion may say `/rltracker ignore` or
 `stop` (an author ending their report with it): done as in a comment, when it is opened or an
@@ -269,9 +270,10 @@ async def _acknowledge(ctx: Any, data: dict[str, Any], *, repo: str, number: int
 async def _store_verdict(
     ctx: Any, repo: str, number: int, verdict: tuple[bool, str | None], *, login: str, role: str,
     comment_id: int | None, given_at: datetime | None = None,
-) -> bool:
+) -> dict[str, Any] | None:
     """Store the verdict (as given at `given_at`, the command's time; a newer stored one is
-    kept); False when the thread is gone."""
+    kept); returns it as given (kept in the command's action: a retraction of a later
+    verdict brings it back), None when the thread is gone."""
     from bot.store.threads import get_thread
     from bot.store.verdicts import set_verdict
 
@@ -279,11 +281,12 @@ async def _store_verdict(
     async with ctx.sessionmaker() as session:
         thread = await get_thread(session, repo, number)
         if thread is None:  # deleted meanwhile
-            return False
-        await set_verdict(session, thread, is_failure_report=is_failure, category=category,
-                          login=login, role=role, comment_id=comment_id, given_at=given_at)
+            return None
+        given = await set_verdict(session, thread, is_failure_report=is_failure,
+                                  category=category, login=login, role=role,
+                                  comment_id=comment_id, given_at=given_at)
         await session.commit()
-    return True
+    return given
 
 
 async def _verdict_effects(
@@ -348,6 +351,17 @@ async def _answered(ctx: Any, key: str) -> bool:
         return await session.scalar(select(Action.id).where(Action.dedupe_key == key)) is not None
 
 
+async def _retracted(ctx: Any, key: str) -> str | None:
+    """How the verdict the command comment with this dedupe key gave was taken back
+    (bot.speaking.verdict.retract: "deleted", "edited"), None when it was not."""
+    from bot.speaking.verdict import RETRACTED
+
+    async with ctx.sessionmaker() as session:
+        details = await session.scalar(select(Action.details).where(Action.dedupe_key == key))
+    why = (details or {}).get(RETRACTED)
+    return str(why) if why else None
+
+
 async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
     """The app must not speak through this installation here: it is suspended or uninstalled,
     or the repository was removed from it (the command was written before)."""
@@ -362,15 +376,24 @@ async def _silenced(ctx: Any, repo: str, installation_id: int) -> bool:
         return removed == installation_id
 
 
-async def _not_installed(ctx: Any, repo: str, number: int, ref: str, word: str) -> str:
+async def _not_installed(ctx: Any, repo: str, number: int, ref: str, word: str,
+                         verdict: tuple[bool, str | None] | None = None) -> str:
     """A command through an installation suspended or uninstalled, or in a repository removed
     from it: nothing can be said or asked on GitHub there. Recorded (the skip
     `not_installed:{ref}`, on /api/actions) so that the operator can tell why a command was
     not done (it was a delivery `done` and nothing else: user82); a redelivery after the
-    unsuspend is still handled (the skip is not the command's answer)."""
+    unsuspend is still handled (the skip is not the command's answer). A verdict is not
+    stored either, as no command is done there (verdicts82: the owner stopped the app acting,
+    and the person gets no 👍 to tell it counted): the skip names it (`verdict`: the kind, or
+    `none`), so the operator can redeliver it after the unsuspend, or the person give it again."""
+    extra: dict[str, Any] = {}
+    what = "nothing was done"
+    if verdict is not None:
+        extra["verdict"] = verdict[1] if verdict[0] else "none"
+        what = "the verdict was not stored; redelivered or given again after, it counts"
     await record_skip(ctx, repo, number, "command", f"not_installed:{ref}",
                       "the app's installation here is suspended or uninstalled, or the "
-                      "repository was removed from it: nothing was done", command=word[:20])
+                      f"repository was removed from it: {what}", command=word[:20], **extra)
     return "not_installed"
 
 
@@ -449,7 +472,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         # Said where the person waits for the edit to count (once: the note's slot).
         if installation_id is None or not await _silenced(ctx, repo, int(installation_id)):
             dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
-            await _note(ctx, repo, number, installation_id, "edited", key,
+            await _note(ctx, repo, number, installation_id,
+                        "verdict_edited" if await _retracted(ctx, key) == "edited" else "edited", key,
                         (data.get("discussion") or {}).get("node_id"), dry_run, ref,
                         delivery_id=delivery_of(data), in_thread=in_thread)
         return "already_answered"
@@ -516,7 +540,7 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
         problem = "unknown_kind"
     discussion_id = (data.get("discussion") or {}).get("node_id")
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
-        return await _not_installed(ctx, repo, number, ref, word)
+        return await _not_installed(ctx, repo, number, ref, word, verdict)
     if word == "resume" and association in ASKED_ASSOCIATIONS and not await may_write():
         return await refuse("not_maintainer", "only a maintainer of the repository may resume "
                             "the app's comments there (a member of the organisation or a "
@@ -614,14 +638,20 @@ async def _do_command(
                           "the thread is not stored (deleted or moved on GitHub); the command "
                           "was not done", command=word)
         return "unknown_thread"
+    if verdict is not None and await _retracted(ctx, key):
+        # Taken back since it was done (its comment deleted, its command edited away): a
+        # redelivery of the delivery that gave it (GitHub's "Redeliver") does not give it again.
+        return "retracted"
     if verdict is not None:
         details.update(is_failure_report=verdict[0], category=verdict[1])
         # Stored before the command is recorded as handled, and its effects finished on a
         # redelivery too: an attempt cut short after the record (the worker stopped or
         # killed) must not leave the verdict unstored or the comment unchanged for good.
-        if not await _store_verdict(ctx, repo, number, verdict, login=str(login), role=role,
-                                    comment_id=comment_id or None, given_at=_written_at(data)):
+        given = await _store_verdict(ctx, repo, number, verdict, login=str(login), role=role,
+                                     comment_id=comment_id or None, given_at=_written_at(data))
+        if given is None:
             return "unknown_thread"
+        details["given"] = given
     recorded = await record_once(
         ctx, repo=repo, number=number, kind="command",
         status="dry_run" if dry_run else "posted", dedupe_key=key,
@@ -1039,8 +1069,60 @@ async def on_opening_post(event: sansio.Event, ctx: Any) -> None:
     await handle_opening_command(event, ctx)
 
 
+async def handle_retraction(event: sansio.Event, ctx: Any) -> str | None:
+    """A verdict (`kind`, `not-a-failure`) taken back: its comment deleted, or edited so that
+    its command (the first, the one a comment does) is gone or another. Its author's way on
+    GitHub to take words back: the thread goes back to the verdict before it or to the
+    analyzer's finding (bot.speaking.verdict.retract: rewrite, label, mute and minimising
+    undone; nothing posted), recorded as an action of its own. A later verdict standing:
+    nothing to undo (recorded so). Returns `retract`'s outcome; None when the delivery takes
+    no verdict back."""
+    from bot.speaking.verdict import retract
+
+    data = event.data
+    kind = REVIEW_KINDS.get(event.event)
+    comment = (data.get("review") if kind == "review" else data.get("comment")) or {}
+    body = comment.get("body") or ""
+    if data.get("action") == "deleted":
+        if parse_command(body) is None:
+            return None  # (a command edited away before was taken back then)
+        why = "deleted"
+    elif data.get("action") == "edited":
+        before = _commands_before_edit(data)
+        if not isinstance(before, list) or not before or before[0][0] not in VERDICT_COMMANDS:
+            return None
+        after = parse_commands(body)
+        if after and _asks(after[0]) == _asks(before[0]):
+            return None
+        why = "edited"
+    else:
+        return None
+    if await private_flags(ctx, [data]) == [True]:
+        return None
+    thread_data = data.get("issue") or data.get("discussion") or data.get("pull_request") or {}
+    if "number" not in thread_data or not comment.get("id"):
+        return None
+    repo = canonical_repo((data.get("repository") or {}).get("full_name") or "")
+    number = int(thread_data["number"])
+    installation_id = (data.get("installation") or {}).get("id")
+    ref = str(int(comment["id"])) if kind is None else f"{kind}:{int(comment['id'])}"
+    if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
+        await _not_installed(ctx, repo, number, f"retract:{ref}", "retract")
+        return "not_installed"
+    dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
+    return await retract(ctx, repo, number, ref, installation_id, why=why, dry_run=dry_run)
+
+
+@router.register("issue_comment", action="deleted")
+@router.register("discussion_comment", action="deleted")
+@router.register("pull_request_review_comment", action="deleted")
+async def on_comment_deleted(event: sansio.Event, ctx: Any) -> None:
+    await handle_retraction(event, ctx)
+
+
 # A command comes in a new comment or an edit of one (handle_command tells an edit that adds a
-# command from one that leaves it as it was).
+# command from one that leaves it as it was; an edit taking a verdict's command away or
+# changing it takes the verdict back first: handle_retraction).
 @router.register("issue_comment", action="created")
 @router.register("issue_comment", action="edited")
 @router.register("discussion_comment", action="created")
@@ -1050,8 +1132,10 @@ async def on_opening_post(event: sansio.Event, ctx: Any) -> None:
 @router.register("pull_request_review", action="submitted")
 @router.register("pull_request_review", action="edited")
 async def on_comment(event: sansio.Event, ctx: Any) -> None:
+    if event.data.get("action") == "edited":
+        await handle_retraction(event, ctx)
     await handle_command(event, ctx)
 
 
-__all__ = ["handle_command", "handle_opening_command", "resolve_failure", "router"]
+__all__ = ["handle_command", "handle_opening_command", "handle_retraction", "resolve_failure", "router"]
 

@@ -1120,7 +1120,16 @@ _OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:o
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
 
-def waived_clauses(doc: Any) -> list[int]:
+def _name_dot(doc: Any, i: int) -> bool:
+    """True when token i is the dot inside a name ("`changelog.d/` is deprecated"): match_form
+    spaced it out, so the word before it is followed by a space, which a full stop of text as
+    written never is (a gloss's is: glosses are not asked), and a word follows it. Such a dot
+    cuts no clause (rules84)."""
+    return (doc[i].text == "." and 0 < i < len(doc) - 1 and bool(doc[i - 1].whitespace_)
+            and doc[i + 1].text[:1].isalnum())
+
+
+def waived_clauses(doc: Any, glossed: bool = False) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
     waiver ("Optional: post the numbers.") and a waiver that is the sentence's condition
@@ -1137,7 +1146,7 @@ def waived_clauses(doc: Any) -> list[int]:
     for token in doc:
         pair = (token.lower_, doc[token.i + 1].lower_) if token.i + 1 < len(doc) else None
         contrast = pair in tab.contrasts
-        if (token.lower_ in CLAUSE_BREAKS or contrast) and texts[-1]:
+        if (token.lower_ in CLAUSE_BREAKS and (glossed or not _name_dot(doc, token.i)) or contrast) and texts[-1]:
             texts.append([])
             # "e.g." / "i.e." end no sentence (the text is matched with "." spaced out) (rules82)
             sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS and not (
@@ -1601,7 +1610,7 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
                               or id(seg) in choices
-                              else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
+                              else waived_clauses(doc, bool(seg.gloss)) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low)
                               or _WISH_WORDS.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):

@@ -1,0 +1,92 @@
+"""rules84: the overstatement classes rules82 found in its own fragments and left (docs/rules.md,
+"Review rules82", "Left"). Every text here is a short one written for these tests (none copied
+from any project or written set)."""
+
+from __future__ import annotations
+
+from tests.test_rules_classes80 import _statements
+
+CONTRIBUTING = "CONTRIBUTING.md"
+
+
+# --- a name's dot ends no clause: a deprecated place is waived to its name ---------------------
+
+
+def test_a_deprecated_changelog_folder_states_no_changelog_rule() -> None:
+    text = ("# Contributing\n\nThe `changelog.d/` folder is deprecated; do not add entries "
+            "there.\n")
+    assert not _statements({CONTRIBUTING: text}, "docs")
+
+
+def test_a_changelog_file_named_with_a_dot_is_still_asked_for() -> None:
+    text = "# Contributing\n\nAdd an entry to `CHANGELOG.md` for every user-facing change.\n"
+    assert _statements({CONTRIBUTING: text}, "docs")
+
+
+# --- another guide quoted is that guide's rule -----------------------------------------------------
+
+
+def test_a_rule_quoted_from_another_guide_is_not_this_projects() -> None:
+    text = ("# Contributing\n\nAs the kernel guide puts it, \"every patch must be signed off\". "
+            "Please add tests for new features.\n")
+    assert not _statements({CONTRIBUTING: text}, "sign-off")
+    assert _statements({CONTRIBUTING: text}, "tests")
+
+
+def test_a_recommended_guide_asks_for_itself() -> None:
+    text = ("# Contributing\n\nWe recommend reading the kernel's submitting guide, which asks "
+            "every commit to be signed off.\n")
+    assert not _statements({CONTRIBUTING: text}, "sign-off")
+
+
+def test_a_sign_off_rule_of_our_own_stays() -> None:
+    text = "# Contributing\n\nEvery commit must be signed off (`git commit -s`).\n"
+    assert _statements({CONTRIBUTING: text}, "sign-off")
+
+
+# --- hedged and descriptive test lines are no requirement -------------------------------------------
+
+
+def test_ideally_adding_a_test_is_no_requirement() -> None:
+    text = "# Contributing\n\nIdeally, add a test for your change.\n"
+    assert not _statements({CONTRIBUTING: text}, "tests")
+
+
+def test_what_most_prs_include_is_no_requirement() -> None:
+    text = "# Contributing\n\nMost PRs include tests.\n"
+    assert not _statements({CONTRIBUTING: text}, "tests")
+
+
+def test_a_plain_request_for_tests_stays() -> None:
+    text = "# Contributing\n\nAdd a test for your change.\n"
+    assert _statements({CONTRIBUTING: text}, "tests")
+
+
+# --- conditions and scopes of a CLA ------------------------------------------------------------------
+
+
+def test_a_cla_asked_of_some_contributors_is_said_with_its_condition() -> None:
+    text = "# Contributing\n\nSign the CLA if you work at Acme.\n"
+    assert _statements({CONTRIBUTING: text}, "sign-off") == [
+        "Contributors must sign a Contributor License Agreement (CLA), if you work at Acme."]
+
+
+def test_a_cla_only_some_contributors_need_is_not_said_of_everyone() -> None:
+    text = "# Contributing\n\nOnly employees of Acme need to sign the CLA.\n"
+    said = _statements({CONTRIBUTING: text}, "sign-off")
+    assert said and all("cases the guide names" in s or "employees" in s for s in said)
+
+
+def test_a_faq_answer_only_if_keeps_its_condition() -> None:
+    text = ("# Contributing\n\n## FAQ\n\n**Q: Do I need to sign the CLA?**\n\n"
+            "A: Only if you contribute for your employer.\n")
+    said = _statements({CONTRIBUTING: text}, "sign-off")
+    assert said and all(s != "Contributors must sign a Contributor License Agreement (CLA)." for s in said)
+
+
+def test_a_cla_asked_of_everyone_beside_a_corporate_condition_stays_unconditional() -> None:
+    # the condition is its own clause's (the corporate agreement), not the individual one's
+    text = ("# Contributing\n\nIndividuals sign the ICLA, and if you contribute for your "
+            "employer, your company signs the CCLA.\n")
+    assert _statements({CONTRIBUTING: text}, "sign-off") == [
+        "Contributors must sign a Contributor License Agreement (CLA)."]

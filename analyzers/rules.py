@@ -1116,6 +1116,26 @@ _OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:o
                              r"(?:projects|repositories|repos|frameworks|libraries|codebases)\b")
 
 
+# Another guide quoted or named for its own rule ("As the kernel guide puts it, 'every patch must
+# be signed off'", "We recommend the X guide, which asks every commit to be signed off"): from
+# that clause to the end of its sentence is the other guide's rule, as _OTHERS_SUBJECT's is; a
+# guide of this project's own ("as this guide says", "our handbook") is no other (rules84).
+_GUIDE_WORDS = r"(?:guide|guides|guidelines|handbook|manual|style\sguide|pep\s\d{1,4}|rfc\s\d{1,5})"
+_QUOTED_GUIDE = re.compile(r"^as\s(?!(?:this|our|the\sabove|below)\b)(?:[\w'’-]{1,30}\s){0,6}?" + _GUIDE_WORDS
+                           + r"\s(?:puts\sit|says|writes|states|phrases\sit|notes|asks|requires)\b")
+_GUIDE_WHICH = re.compile(r"^which\s(?:asks|requires|says|wants|expects|tells|recommends|mandates)\b")
+_GUIDE_CUE = re.compile(r"\b" + _GUIDE_WORDS + r"\b")
+_GUIDE_END = re.compile(r"(?<!\bthis\s)(?<!\bour\s)\b" + _GUIDE_WORDS + r"$")
+
+
+def _other_guide_clauses(texts: list[str]) -> list[int]:
+    """The clauses (of plain lower-case `texts`) that open another guide's rule: a quote's lead
+    ("as the kernel guide puts it") or a relative clause after a guide's name ("..., which asks
+    ...")."""
+    return [i for i, text in enumerate(texts) if _QUOTED_GUIDE.match(text) or (
+        i > 0 and _GUIDE_WHICH.match(text) and _GUIDE_END.search(texts[i - 1]))]
+
+
 # What a permission asks in return ("... is welcome as long as the PR says which tool").
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
@@ -1181,6 +1201,7 @@ def waived_clauses(doc: Any, glossed: bool = False) -> list[int]:
             whole.add(sentence_of[i])
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
     others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
+    others += _other_guide_clauses([_EDGE_PUNCTUATION.sub("", "".join(words)) for words in texts])
     waived |= {i for first in others for i in range(first, len(texts)) if sentence_of[i] == sentence_of[first]}
     waived |= contrasted
     return [c if c in waived and (c not in contrasted or i not in contrast_words) else -1
@@ -1612,7 +1633,7 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                               or id(seg) in choices
                               else waived_clauses(doc, bool(seg.gloss)) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low)
-                              or _WISH_WORDS.search(low) else [])
+                              or _WISH_WORDS.search(low) or _GUIDE_CUE.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

@@ -90,3 +90,8 @@ def test_a_cla_asked_of_everyone_beside_a_corporate_condition_stays_unconditiona
             "employer, your company signs the CCLA.\n")
     assert _statements({CONTRIBUTING: text}, "sign-off") == [
         "Contributors must sign a Contributor License Agreement (CLA)."]
+
+
+def test_this_guides_own_words_quoted_stay_a_rule() -> None:
+    text = "# Contributing\n\nAs this guide says, every commit must be signed off (`git commit -s`).\n"
+    assert _statements({CONTRIBUTING: text}, "sign-off")

@@ -1638,6 +1638,9 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None
                 filled = _fill(rule, seg, piece)
+                if filled is not None and filled[1].get("_conditional") and not seg.gloss \
+                        and _stated_in_a_clause_without_condition(rule, matches, doc, strings):
+                    filled[1]["_conditional"] = ""
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
     if replaced_words:
@@ -1929,6 +1932,42 @@ def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, str
         return whole[0]
     last = groups[-1]
     return piece(min(s for m, s, _ in matches if strings[m] in last))
+
+
+# Where one clause of a sentence ends and another starts: ", and" / ", but" / ", or", ";" and a
+# sentence's end ("Individuals sign the ICLA, and if you contribute for your employer, ...").
+_CLAUSE_JOINS = frozenset({"and", "but", "or", "while", "whereas"})
+
+
+def _stated_in_a_clause_without_condition(rule: Rule, matches: list[tuple[int, int, int]], doc: Any,
+                                          strings: Any) -> bool:
+    """True when one clause of a sentence of the segment holds a hit of every phrase group of the
+    rule and no condition word ("if", "when", "unless", "only") while a later clause of that
+    sentence has one: the rule is asked of everyone there, and the condition is the later
+    clause's (V larkspur's corporate CLA; rules84). A scope ("for changes under `csrc/`") or a
+    heading's condition has no such word and is kept."""
+    clause_of: list[int] = []
+    sentence_of: dict[int, int] = {0: 0}
+    clause = sentence = 0
+    for token in doc:
+        sentence_end = token.text in (".", "!", "?") and not _name_dot(doc, token.i)
+        if sentence_end or token.text == ";" or (
+                token.lower_ in _CLAUSE_JOINS and token.i > 0 and doc[token.i - 1].text == ","):
+            clause += 1
+            sentence += sentence_end
+            sentence_of[clause] = sentence
+        clause_of.append(clause)
+    conditioned = {clause_of[t.i] for t in doc if t.lower_ in CONDITIONAL or t.lower_ == "only"}
+    first_condition: dict[int, int] = {}  # per sentence, its first clause with a condition
+    for c in sorted(conditioned, reverse=True):
+        first_condition[sentence_of[c]] = c
+    groups = [set(g) for g in rule.groups]
+    found: dict[int, set[int]] = {}
+    for m, start, _ in matches:
+        found.setdefault(clause_of[start], set()).update(i for i, g in enumerate(groups) if strings[m] in g)
+    # "If X, include A, and paste B": the opening condition is every clause's after it
+    return any(len(hit) == len(groups) and c < first_condition.get(sentence_of[c], -1)
+               for c, hit in found.items())
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

@@ -1434,6 +1434,12 @@ _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?
 _REVIEWING = re.compile(r"(?:(?:you|a\smaintainer|maintainers|a\sreviewer|reviewers)\s(?:are\s)?"
                         r"review(?:s|ing)?|reviewing)\b", re.I)
 MAX_CONDITION = 80
+# A subject limited by "only" ("Only employees of Acme need to sign ...", "Only PRs that change
+# the API must ..."): the rule's scope; not a count or an order ("only one", "only the first").
+_ONLY_SUBJECT = re.compile(
+    r"(?:^|(?<=[\s,(]))only\s(?!(?:if|when|whenever|once|after|before|then|a|an|one|two|the|this|that"
+    r"|in|on|at|to|by|with|be|we|you|it|they)\b)((?:[\w'’`/.-]{1,40}\s){1,6}?)(?=(?:need|needs|must"
+    r"|have\sto|has\sto|are\srequired|is\srequired|should)\b)", re.I)
 # What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
 # "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
 # "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
@@ -1529,6 +1535,10 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
+    if m := _ONLY_SUBJECT.search(text[:600]):
+        # "Only employees of Acme need to sign the CLA": asked of them, not of everyone (rules84)
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+        return f"for {clause} only" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return heading_condition(section) if section else ""
 
 

@@ -73,15 +73,34 @@ def test_a_cla_asked_of_some_contributors_is_said_with_its_condition() -> None:
 
 def test_a_cla_only_some_contributors_need_is_not_said_of_everyone() -> None:
     text = "# Contributing\n\nOnly employees of Acme need to sign the CLA.\n"
-    said = _statements({CONTRIBUTING: text}, "sign-off")
-    assert said and all("cases the guide names" in s or "employees" in s for s in said)
+    assert _statements({CONTRIBUTING: text}, "sign-off") == [
+        "Contributors must sign a Contributor License Agreement (CLA), for employees of Acme only."]
+
+
+def test_a_rule_only_some_prs_need_is_said_of_them() -> None:
+    text = "# Contributing\n\nOnly changes to the public API need a changelog entry.\n"
+    assert _statements({CONTRIBUTING: text}, "docs") == [
+        "Add an entry to the changelog, for changes to the public API only."]
 
 
 def test_a_faq_answer_only_if_keeps_its_condition() -> None:
     text = ("# Contributing\n\n## FAQ\n\n**Q: Do I need to sign the CLA?**\n\n"
             "A: Only if you contribute for your employer.\n")
-    said = _statements({CONTRIBUTING: text}, "sign-off")
-    assert said and all(s != "Contributors must sign a Contributor License Agreement (CLA)." for s in said)
+    assert _statements({CONTRIBUTING: text}, "sign-off") == [
+        "Contributors must sign a Contributor License Agreement (CLA), if you contribute for your employer."]
+
+
+def test_an_faq_answer_only_for_a_folder_keeps_its_scope() -> None:
+    text = ("# Contributing\n\n## FAQ\n\n### Do I need to sign the CLA?\n\n"
+            "Only for changes to `csrc/`.\n")
+    assert _statements({CONTRIBUTING: text}, "sign-off") == [
+        "Contributors must sign a Contributor License Agreement (CLA), for changes to csrc/."]
+
+
+def test_a_labelled_question_paragraph_answered_no_states_nothing() -> None:
+    # the question in a paragraph of its own ("**Q: ...?**"), its answer in the next one
+    text = "# Contributing\n\n## FAQ\n\n**Q: Do I need to sign the CLA?**\n\nA: No.\n"
+    assert not _statements({CONTRIBUTING: text}, "sign-off")
 
 
 def test_a_cla_asked_of_everyone_beside_a_corporate_condition_stays_unconditional() -> None:

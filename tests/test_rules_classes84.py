@@ -114,3 +114,16 @@ def test_a_cla_asked_of_everyone_beside_a_corporate_condition_stays_unconditiona
 def test_this_guides_own_words_quoted_stay_a_rule() -> None:
     text = "# Contributing\n\nAs this guide says, every commit must be signed off (`git commit -s`).\n"
     assert _statements({CONTRIBUTING: text}, "sign-off")
+
+
+# --- hooks offered are not hooks asked to pass ---------------------------------------------------
+
+
+def test_hooks_a_contributor_can_install_are_not_asked_to_pass() -> None:
+    text = "# Contributing\n\nYou can run `pre-commit install` to set up the hooks.\n"
+    assert not [s for s in _statements({CONTRIBUTING: text}, "lint") if "must pass" in s]
+
+
+def test_hooks_asked_to_pass_stay_a_rule() -> None:
+    text = "# Contributing\n\nMake sure the pre-commit hooks pass before you open a PR.\n"
+    assert [s for s in _statements({CONTRIBUTING: text}, "lint") if "must pass" in s]

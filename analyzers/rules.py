@@ -1328,7 +1328,10 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
             if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
-                condition = stated_condition(seg.matched, table().waived, piece, seg.section)
+                header = row_header_condition(seg)  # nearer than the section's heading
+                condition = stated_condition(seg.matched, table().waived, piece, "" if header else seg.section)
+                if condition == "" and header:
+                    condition = header
                 if condition is not None:
                     values["_conditional"] = (
                         rule.conditional.replace("{condition}", condition) if condition and rule.conditional
@@ -1434,6 +1437,29 @@ _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?
 _REVIEWING = re.compile(r"(?:(?:you|a\smaintainer|maintainers|a\sreviewer|reviewers)\s(?:are\s)?"
                         r"review(?:s|ing)?|reviewing)\b", re.I)
 MAX_CONDITION = 80
+# A request whose condition is the sentence before it ("Sometimes you touch the kernels. In that
+# case, add ...", "Does your PR change the API? If so, ..."): said as conditional (rules84).
+_EARLIER_CONDITION = re.compile(r"^\W{0,3}(?:in\s(?:that|this|such\sa|those|these|such)\scases?|if\sso|if\sthat\sis"
+                                r"\sthe\scase|when\sthat\shappens|if\sit\sdoes|if\syou\sdo)\b", re.I)
+# A table whose header row opens with a condition ("| If your PR changes the public API | What
+# to do |"): its rows' requests are asked under it (rules84).
+_HEADER_CONDITION = re.compile(r"^\W{0,3}(?:if|when|whenever)\s([^—|]{3,120}?)\s*(?:—|$)", re.I)
+
+
+def row_header_condition(seg: Segment) -> str:
+    """The condition a table row's header row states in its first cell, as our plain text, or
+    "" (rows keep their own condition first)."""
+    m = _HEADER_CONDITION.match(seg.intro) if seg.kind == "row" else None
+    if m is None:
+        return ""
+    clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+    if clause.endswith(("...", "…")):
+        # "| If you change ... | you also need to ... |": each row's first cell ends the condition
+        clause = f"{clause.rstrip('.… ')} {' '.join(_CONDITION_MARKUP.sub(' ', seg.head).split())}".strip()
+    word = seg.intro.split()[0].lower()
+    return f"{word} {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
+
+
 # A subject limited by "only" ("Only employees of Acme need to sign ...", "Only PRs that change
 # the API must ..."): the rule's scope; not a count or an order ("only one", "only the first").
 _ONLY_SUBJECT = re.compile(
@@ -1510,6 +1536,8 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
     if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
         return None
     text = pieces[piece or 0]
+    if _EARLIER_CONDITION.match(text):
+        return "in the cases the guide names"  # the sentence before it is the condition (rules84)
     for m in _CONDITION.finditer(text[:600]):
         before = text[: m.start()].split()
         if before and before[-1].lower().strip(",") in _NOT_A_CONDITION_AFTER:

@@ -127,3 +127,35 @@ def test_hooks_a_contributor_can_install_are_not_asked_to_pass() -> None:
 def test_hooks_asked_to_pass_stay_a_rule() -> None:
     text = "# Contributing\n\nMake sure the pre-commit hooks pass before you open a PR.\n"
     assert [s for s in _statements({CONTRIBUTING: text}, "lint") if "must pass" in s]
+
+
+# --- a condition stated before the request: the table's header, the sentence before ----------------
+
+
+def test_a_table_header_condition_holds_for_its_rows() -> None:
+    text = ("# Contributing\n\n| If your PR changes the public API | What to do |\n|---|---|\n"
+            "| Changelog | Add an entry to CHANGELOG.md |\n")
+    assert _statements({CONTRIBUTING: text}, "docs") == [
+        "Add an entry to the changelog, if your PR changes the public API."]
+
+
+def test_a_request_conditioned_by_the_sentence_before_is_not_said_of_every_pr() -> None:
+    for text in ("# Contributing\n\nSometimes you change the public API. In that case, add an entry "
+                 "to the changelog.\n",
+                 "# Contributing\n\nDoes your PR change the public API? If so, add an entry to the "
+                 "changelog.\n"):
+        assert _statements({CONTRIBUTING: text}, "docs") == [
+            "Add an entry to the changelog, in the cases the guide names."]
+
+
+def test_a_table_without_a_condition_asks_its_rows_of_every_pr() -> None:
+    text = ("# Contributing\n\n| Step | What to do |\n|---|---|\n"
+            "| Changelog | Add an entry to CHANGELOG.md |\n")
+    assert _statements({CONTRIBUTING: text}, "docs") == ["Add an entry to the changelog."]
+
+
+def test_a_header_condition_ending_in_an_ellipsis_is_ended_by_each_row() -> None:
+    text = ("# Contributing\n\n| If you change ... | you also need to ... |\n|---|---|\n"
+            "| anything user-facing | add a news fragment in `newsfragments/` |\n")
+    assert _statements({CONTRIBUTING: text}, "docs") == [
+        "Add an entry to the changelog (`newsfragments/`), if you change anything user-facing."]

@@ -153,6 +153,14 @@ CASES = {
                           "Never rename x " + "y " * 30 + "without opening an issue first. "),
     "maintainers-rest": _fill("## Merging\n\nThe rest of this section is for maintainers. Add it to the "
                               "changelog.\n\n"),
+    # rules84: names' dots, other guides quoted, clauses with and without a condition, "only"
+    # scopes, FAQ answers, table header conditions, conditions in the sentence before
+    "dots-guides-clauses": _fill("The `a.b.c.d/` dir is deprecated; as the x y z guide puts it, \"sign the "
+                                 "CLA\", and if you work at a b, sign the CCLA, and add tests. "),
+    "only-scopes-answers": _fill("Only a b c d e f g need to sign the CLA. **Q: Do I need a CLA?**\n\n"
+                                 "A: Only if you work at " + "a " * 20 + ".\n\nIn that case, add tests. "),
+    "header-conditions": _fill("| If you change " + "a " * 30 + "... | do |\n|---|---|\n| x y | add a "
+                               "changelog entry |\n"),
 }
 
 

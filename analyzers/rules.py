@@ -1126,6 +1126,26 @@ _OTHERS_SUBJECT = re.compile(r"^(?:the\s)?(?:many|most|some|other|several)\s(?:o
                              r"(?:projects|repositories|repos|frameworks|libraries|codebases)\b")
 
 
+# Another guide quoted or named for its own rule ("As the kernel guide puts it, 'every patch must
+# be signed off'", "We recommend the X guide, which asks every commit to be signed off"): from
+# that clause to the end of its sentence is the other guide's rule, as _OTHERS_SUBJECT's is; a
+# guide of this project's own ("as this guide says", "our handbook") is no other (rules84).
+_GUIDE_WORDS = r"(?:guide|guides|guidelines|handbook|manual|style\sguide|pep\s\d{1,4}|rfc\s\d{1,5})"
+_QUOTED_GUIDE = re.compile(r"^as\s(?!(?:this|our|the\sabove|below)\b)(?:[\w'’-]{1,30}\s){0,6}?" + _GUIDE_WORDS
+                           + r"\s(?:puts\sit|says|writes|states|phrases\sit|notes|asks|requires)\b")
+_GUIDE_WHICH = re.compile(r"^which\s(?:asks|requires|says|wants|expects|tells|recommends|mandates)\b")
+_GUIDE_CUE = re.compile(r"\b" + _GUIDE_WORDS + r"\b")
+_GUIDE_END = re.compile(r"(?<!\bthis\s)(?<!\bour\s)\b" + _GUIDE_WORDS + r"$")
+
+
+def _other_guide_clauses(texts: list[str]) -> list[int]:
+    """The clauses (of plain lower-case `texts`) that open another guide's rule: a quote's lead
+    ("as the kernel guide puts it") or a relative clause after a guide's name ("..., which asks
+    ...")."""
+    return [i for i, text in enumerate(texts) if _QUOTED_GUIDE.match(text) or (
+        i > 0 and _GUIDE_WHICH.match(text) and _GUIDE_END.search(texts[i - 1]))]
+
+
 # What a permission asks in return ("... is welcome as long as the PR says which tool").
 _PROVISO = re.compile(r"\b(?:as long as|so long as|provided that|on condition that|on the condition that)\b")
 
@@ -1145,7 +1165,16 @@ TOLD_AS_PAST = re.compile(
     r"(?:[^.;!?]{0,120}?\s)?" + _PAST_OBLIGED + r"\b", re.I)
 
 
-def waived_clauses(doc: Any) -> list[int]:
+def _name_dot(doc: Any, i: int) -> bool:
+    """True when token i is the dot inside a name ("`changelog.d/` is deprecated"): match_form
+    spaced it out, so the word before it is followed by a space, which a full stop of text as
+    written never is (a gloss's is: glosses are not asked), and a word follows it. Such a dot
+    cuts no clause (rules84)."""
+    return (doc[i].text == "." and 0 < i < len(doc) - 1 and bool(doc[i - 1].whitespace_)
+            and doc[i + 1].text[:1].isalnum())
+
+
+def waived_clauses(doc: Any, glossed: bool = False) -> list[int]:
     """Per token of a matched segment, the clause index when that clause says the thing is
     not asked ("you do not need to sign a CLA", "signing off is optional"), else -1. A bare
     waiver ("Optional: post the numbers.") and a waiver that is the sentence's condition
@@ -1162,7 +1191,7 @@ def waived_clauses(doc: Any) -> list[int]:
     for token in doc:
         pair = (token.lower_, doc[token.i + 1].lower_) if token.i + 1 < len(doc) else None
         contrast = pair in tab.contrasts
-        if (token.lower_ in CLAUSE_BREAKS or contrast) and texts[-1]:
+        if (token.lower_ in CLAUSE_BREAKS and (glossed or not _name_dot(doc, token.i)) or contrast) and texts[-1]:
             texts.append([])
             # "e.g." / "i.e." end no sentence (the text is matched with "." spaced out) (rules82)
             sentence_of.append(sentence_of[-1] + (token.lower_ in SENTENCE_BREAKS and not (
@@ -1201,6 +1230,7 @@ def waived_clauses(doc: Any) -> list[int]:
     whole |= {s for s, text in sentences.items() if TOLD_AS_PAST.search(text)}
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
     others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
+    others += _other_guide_clauses([_EDGE_PUNCTUATION.sub("", "".join(words)) for words in texts])
     waived |= {i for first in others for i in range(first, len(texts)) if sentence_of[i] == sentence_of[first]}
     waived |= contrasted
     return [c if c in waived and (c not in contrasted or i not in contrast_words) else -1
@@ -1334,7 +1364,10 @@ def _fill(rule: Rule, seg: Segment, piece: int | None = None) -> tuple[str, dict
             if statement[:1].islower():  # a value from mid-sentence opens it ("public classes")
                 statement = statement[0].upper() + statement[1:]
             if rule.keep_condition and seg.kind != "combined" and (not seg.gloss or seg.restated):
-                condition = stated_condition(seg.matched, table().waived, piece, seg.section)
+                header = row_header_condition(seg)  # nearer than the section's heading
+                condition = stated_condition(seg.matched, table().waived, piece, "" if header else seg.section)
+                if condition == "" and header:
+                    condition = header
                 if condition is not None:
                     values["_conditional"] = (
                         rule.conditional.replace("{condition}", condition) if condition and rule.conditional
@@ -1440,6 +1473,35 @@ _EVERY_PR = re.compile(r"(?:you\s)?(?:open|submit|send|create|make|file)(?:ing)?
 _REVIEWING = re.compile(r"(?:(?:you|a\smaintainer|maintainers|a\sreviewer|reviewers)\s(?:are\s)?"
                         r"review(?:s|ing)?|reviewing)\b", re.I)
 MAX_CONDITION = 80
+# A request whose condition is the sentence before it ("Sometimes you touch the kernels. In that
+# case, add ...", "Does your PR change the API? If so, ..."): said as conditional (rules84).
+_EARLIER_CONDITION = re.compile(r"^\W{0,3}(?:in\s(?:that|this|such\sa|those|these|such)\scases?|if\sso|if\sthat\sis"
+                                r"\sthe\scase|when\sthat\shappens|if\sit\sdoes|if\syou\sdo)\b", re.I)
+# A table whose header row opens with a condition ("| If your PR changes the public API | What
+# to do |"): its rows' requests are asked under it (rules84).
+_HEADER_CONDITION = re.compile(r"^\W{0,3}(?:if|when|whenever)\s([^—|]{3,120}?)\s*(?:—|$)", re.I)
+
+
+def row_header_condition(seg: Segment) -> str:
+    """The condition a table row's header row states in its first cell, as our plain text, or
+    "" (rows keep their own condition first)."""
+    m = _HEADER_CONDITION.match(seg.intro) if seg.kind == "row" else None
+    if m is None:
+        return ""
+    clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+    if clause.endswith(("...", "…")):
+        # "| If you change ... | you also need to ... |": each row's first cell ends the condition
+        clause = f"{clause.rstrip('.… ')} {' '.join(_CONDITION_MARKUP.sub(' ', seg.head).split())}".strip()
+    word = seg.intro.split()[0].lower()
+    return f"{word} {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
+
+
+# A subject limited by "only" ("Only employees of Acme need to sign ...", "Only PRs that change
+# the API must ..."): the rule's scope; not a count or an order ("only one", "only the first").
+_ONLY_SUBJECT = re.compile(
+    r"(?:^|(?<=[\s,(]))only\s(?!(?:if|when|whenever|once|after|before|then|a|an|one|two|the|this|that"
+    r"|in|on|at|to|by|with|be|we|you|it|they)\b)((?:[\w'’`/.-]{1,40}\s){1,6}?)(?=(?:need|needs|must"
+    r"|have\sto|has\sto|are\srequired|is\srequired|should)\b)", re.I)
 # What a gloss (Chinese, Japanese, Korean, French, Spanish) reads as a condition: "如果" /
 # "Si vous ..." / "Cuando ..." are "in some cases", Japanese "場合" is "if", and a Chinese
 # "新增 X 的 PR" (PRs that add X) is "in some cases PRs" (analyzers.rules.gloss_zh).
@@ -1510,6 +1572,8 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
     if piece is None and len(pieces) > 1 or piece is not None and piece >= len(pieces):
         return None
     text = pieces[piece or 0]
+    if _EARLIER_CONDITION.match(text):
+        return "in the cases the guide names"  # the sentence before it is the condition (rules84)
     for m in _CONDITION.finditer(text[:600]):
         before = text[: m.start()].split()
         if before and before[-1].lower().strip(",") in _NOT_A_CONDITION_AFTER:
@@ -1535,6 +1599,10 @@ def stated_condition(text: str, waived: re.Pattern[str], piece: int | None = Non
         if _THIS_PROJECT.search(clause):
             return ""  # "PRs that change this package": the file's own scope, no narrower one
         return f"for {clause}" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
+    if m := _ONLY_SUBJECT.search(text[:600]):
+        # "Only employees of Acme need to sign the CLA": asked of them, not of everyone (rules84)
+        clause = " ".join(_CONDITION_MARKUP.sub(" ", m.group(1)).split())
+        return f"for {clause} only" if len(clause) <= MAX_CONDITION else "in the cases the guide names"
     return heading_condition(section) if section else ""
 
 
@@ -1637,13 +1705,17 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                 if waived is None and not rule.permission:
                     waived = ([0] * len(doc) if heading_waives(seg.section) or lead_waives(seg)
                               or id(seg) in choices
-                              else waived_clauses(doc) if tab.waived.search(low := doc.text.lower())
+                              else waived_clauses(doc, bool(seg.gloss)) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low)
-                              or _WISH_WORDS.search(low) or TOLD_AS_PAST.search(low) else [])
+                              or _WISH_WORDS.search(low) or TOLD_AS_PAST.search(low)
+                              or _GUIDE_CUE.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None
                 filled = _fill(rule, seg, piece)
+                if filled is not None and filled[1].get("_conditional") and not seg.gloss \
+                        and _stated_in_a_clause_without_condition(rule, matches, doc, strings):
+                    filled[1]["_conditional"] = ""
                 if filled is not None:
                     hits_by_rule.setdefault(rule.id, []).append((seg, *filled))
     if replaced_words:
@@ -1935,6 +2007,42 @@ def _piece_of_hit(rule: Rule, matches: list[tuple[int, int, int]], doc: Any, str
         return whole[0]
     last = groups[-1]
     return piece(min(s for m, s, _ in matches if strings[m] in last))
+
+
+# Where one clause of a sentence ends and another starts: ", and" / ", but" / ", or", ";" and a
+# sentence's end ("Individuals sign the ICLA, and if you contribute for your employer, ...").
+_CLAUSE_JOINS = frozenset({"and", "but", "or", "while", "whereas"})
+
+
+def _stated_in_a_clause_without_condition(rule: Rule, matches: list[tuple[int, int, int]], doc: Any,
+                                          strings: Any) -> bool:
+    """True when one clause of a sentence of the segment holds a hit of every phrase group of the
+    rule and no condition word ("if", "when", "unless", "only") while a later clause of that
+    sentence has one: the rule is asked of everyone there, and the condition is the later
+    clause's (V larkspur's corporate CLA; rules84). A scope ("for changes under `csrc/`") or a
+    heading's condition has no such word and is kept."""
+    clause_of: list[int] = []
+    sentence_of: dict[int, int] = {0: 0}
+    clause = sentence = 0
+    for token in doc:
+        sentence_end = token.text in (".", "!", "?") and not _name_dot(doc, token.i)
+        if sentence_end or token.text == ";" or (
+                token.lower_ in _CLAUSE_JOINS and token.i > 0 and doc[token.i - 1].text == ","):
+            clause += 1
+            sentence += sentence_end
+            sentence_of[clause] = sentence
+        clause_of.append(clause)
+    conditioned = {clause_of[t.i] for t in doc if t.lower_ in CONDITIONAL or t.lower_ == "only"}
+    first_condition: dict[int, int] = {}  # per sentence, its first clause with a condition
+    for c in sorted(conditioned, reverse=True):
+        first_condition[sentence_of[c]] = c
+    groups = [set(g) for g in rule.groups]
+    found: dict[int, set[int]] = {}
+    for m, start, _ in matches:
+        found.setdefault(clause_of[start], set()).update(i for i, g in enumerate(groups) if strings[m] in g)
+    # "If X, include A, and paste B": the opening condition is every clause's after it
+    return any(len(hit) == len(groups) and c < first_condition.get(sentence_of[c], -1)
+               for c, hit in found.items())
 
 
 def _group_waived(rule: Rule, matches: list[tuple[int, int, int]], waived: list[int],

@@ -300,6 +300,29 @@ def _answers_no(answer: str) -> bool:
     return bool(_NO_ANSWER.match(_ANSWER_LABEL.sub("", answer.lstrip("*_ "), count=1).lstrip("*_ ")))
 
 
+# An answer that limits what the question asks about to some cases ("Only if you contribute for
+# your employer.", "Only for changes to `csrc/`"): the question alone overstates it; read with
+# its answer, the condition is said (rules84).
+_ONLY_IF_ANSWER = re.compile(r"^only\s(?:if|when|whenever|for|in\s(?:the\s)?cases?)\b", re.I)
+# A paragraph that is only a labelled question ("**Q: Do I need to sign the CLA?**"): an FAQ's
+# question, answered by the next paragraph as a question heading is (rules84).
+_QUESTION_LABEL = re.compile(r"^(?:q|question|frage|pregunta|pergunta)\s{0,2}[:：]", re.I)
+
+
+def _answers_only_if(answer: str) -> bool:
+    return bool(_ONLY_IF_ANSWER.match(_ANSWER_LABEL.sub("", answer.lstrip("*_ "), count=1).lstrip("*_ ")))
+
+
+def _asked_with_answer(question: str, answer: str) -> str:
+    """A question and its answer read as one sentence; an "Only if ..." answer becomes the
+    question's condition ("Do I need to sign the CLA if you contribute for your employer."), so
+    the rule is said with it."""
+    if not _answers_only_if(answer):
+        return f"{question} {answer}"
+    cases = _ANSWER_LABEL.sub("", answer.lstrip("*_ "), count=1).lstrip("*_ ")[len("only"):].strip()
+    return f"{question.rstrip('?？ ')} {cases}"
+
+
 def _denies_only(answer: str) -> bool:
     """True when a "no" answer's sentence holds no exception: it and the question state nothing
     (its reason, "No, the changelog is generated at release", asks nothing either) (rules76)."""
@@ -416,7 +439,9 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 if _denies_only(answer):
                     answered_no.add(id(asking[k + 1]))
                 continue
-            both = f"{question} {answer}"
+            if _answers_only_if(answer):
+                answered_no.add(id(asking[k]))  # said with the answer's condition, below
+            both = _asked_with_answer(question, answer)
             segments.append(Segment(both, file, "sentence", where, _codes_in(both, codes)))
         # Likewise a question heading and the first sentence under it (an FAQ: "### Where does
         # a new wrapper go?" / "Into kea/wrappers/, one module per wrapper.").
@@ -427,10 +452,15 @@ def markdown_segments(text: str, file: str, section: str = "") -> list[Segment]:
                 if _denies_only(sentences[0]):
                     answered_no.add(id(asking[0]))
             else:
-                both = f"{asked} {sentences[0]}"
+                if _answers_only_if(sentences[0]) and asked_heading is not None:
+                    answered_no.add(id(asked_heading))  # said with the answer's condition
+                both = _asked_with_answer(asked, sentences[0])
                 segments.append(Segment(both, file, "sentence", where, _codes_in(both, codes)))
         asked = ""
         asked_heading = None
+        if len(sentences) == 1 and last is not None and _is_short_question(sentences[0]) \
+                and _QUESTION_LABEL.match(sentences[0].lstrip("*_ ")):
+            asked, asked_heading = sentences[0], last
         lead = last if last is not None and last.text.endswith(":") else None
         counter = lead is not None and _COUNTER_EXAMPLE.search(lead.text[-300:]) is not None
         intro = last.text if last is not None else ""

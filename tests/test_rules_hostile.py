@@ -162,6 +162,14 @@ CASES = {
     "parenthesised-questions": _fill("Two reviews (is it right?) by a maintainer (is it clear?) by an "
                                      "editor. ( a. b. c. Both must approve. "),
     "unclosed-parentheses": _fill("( an open parenthesis. "),
+    # rules84: names' dots, other guides quoted, clauses with and without a condition, "only"
+    # scopes, FAQ answers, table header conditions, conditions in the sentence before
+    "dots-guides-clauses": _fill("The `a.b.c.d/` dir is deprecated; as the x y z guide puts it, \"sign the "
+                                 "CLA\", and if you work at a b, sign the CCLA, and add tests. "),
+    "only-scopes-answers": _fill("Only a b c d e f g need to sign the CLA. **Q: Do I need a CLA?**\n\n"
+                                 "A: Only if you work at " + "a " * 20 + ".\n\nIn that case, add tests. "),
+    "header-conditions": _fill("| If you change " + "a " * 30 + "... | do |\n|---|---|\n| x y | add a "
+                               "changelog entry |\n"),
 }
 
 

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 # kept (rules65, rulesj65, ruleszh65, rulesm65); 4: statements only with the details their sentence names, citations only of the files that
 # state the rule (rules64); 3: MyST admonitions, lead + item segments, contributions sent
 # elsewhere (rules7).
-RULES_VERSION = "9"
+RULES_VERSION = "10"
 # The topics a researcher proposing a method needs (for a short comment:
 # format_rules_markdown(summary, lang, topics=PROPOSAL_TOPICS, max_per_topic=3)).
 PROPOSAL_TOPICS = ["general", "scope", "issue-first", "tests", "docs", "lint", "sign-off",

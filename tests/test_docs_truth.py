@@ -1211,3 +1211,16 @@ def test_the_method_and_option_fields_catalog_md_names_are_the_loader_s() -> Non
     loaded = {f.name for record in (Method, PaperRef, Caution, Option, Framework)
               for f in fields(record) if not f.name.startswith("_")} - {"framework"}
     assert loaded - named == set()
+
+
+def test_every_rule_key_the_pattern_table_uses_is_named_in_adding_a_rule() -> None:
+    """docs/rules.md's "Adding a rule" (its example entry and its "Keys:" list) names every key
+    a rule of analyzers/rules_patterns.yaml carries: rules82's `conditional` was written down,
+    six older keys (`bare_paths`, `lower`, `absence`, `permission`, `weak_first`,
+    `none_if_weak`) were not (docs82)."""
+    patterns = yaml.safe_load((ROOT / "analyzers" / "rules_patterns.yaml").read_text(encoding="utf-8"))
+    used = {key for rule in patterns["rules"] for key in rule}
+    adding = _section((ROOT / "docs" / "rules.md").read_text(encoding="utf-8"), "## Adding a rule")
+    named = set(re.findall(r"`([a-z_]+)(?:: [^`]*)?`", adding)) | set(
+        re.findall(r"^\s*-? ?([a-z_]+):", adding, re.M))
+    assert len(used) > 20 and used - named == set(), sorted(used - named)

@@ -1193,6 +1193,13 @@ def test_the_fields_study_md_s_json_shows_are_those_api_study_gives() -> None:
         study["review_records"]["merged_prs"])
 
 
+def _keys_named(text: str) -> set[str]:
+    """The YAML keys a page names: in code spans (`key`, `key: value`) and at the start of a
+    line of its examples (`  - id: ...`, `    set_by_zh: ...`, `- {text: ...`)."""
+    return set(re.findall(r"`([a-z_]+)(?:: [^`]*)?`", text)) | set(
+        re.findall(r"^\s*-? ?\{?([a-z_]+):", text, re.M))
+
+
 def test_the_method_and_option_fields_catalog_md_names_are_the_loader_s() -> None:
     """docs/catalog.md ("A method" and the paragraphs after it) names every field a method, a
     paper, a caution and an option of methods.yaml can carry (`analyzers.catalog`'s records;
@@ -1205,9 +1212,7 @@ def test_the_method_and_option_fields_catalog_md_names_are_the_loader_s() -> Non
 
     text = (ROOT / "docs" / "catalog.md").read_text(encoding="utf-8")
     reference = text[text.index("## Files"):text.index("## Validation at load")]
-    named = set(re.findall(r"`([a-z_]+)(?:: [^`]*)?`", reference)) | set(
-        re.findall(r"^\s*-? ?\{?([a-z_]+):", reference, re.M))
-    named |= set(re.findall(r"[{,] ?([a-z_]+):", reference))
+    named = _keys_named(reference) | set(re.findall(r"[{,] ?([a-z_]+):", reference))
     loaded = {f.name for record in (Method, PaperRef, Caution, Option, Framework)
               for f in fields(record) if not f.name.startswith("_")} - {"framework"}
     assert loaded - named == set()
@@ -1221,6 +1226,5 @@ def test_every_rule_key_the_pattern_table_uses_is_named_in_adding_a_rule() -> No
     patterns = yaml.safe_load((ROOT / "analyzers" / "rules_patterns.yaml").read_text(encoding="utf-8"))
     used = {key for rule in patterns["rules"] for key in rule}
     adding = _section((ROOT / "docs" / "rules.md").read_text(encoding="utf-8"), "## Adding a rule")
-    named = set(re.findall(r"`([a-z_]+)(?:: [^`]*)?`", adding)) | set(
-        re.findall(r"^\s*-? ?([a-z_]+):", adding, re.M))
+    named = _keys_named(adding)
     assert len(used) > 20 and used - named == set(), sorted(used - named)

@@ -1228,3 +1228,17 @@ def test_every_rule_key_the_pattern_table_uses_is_named_in_adding_a_rule() -> No
     adding = _section((ROOT / "docs" / "rules.md").read_text(encoding="utf-8"), "## Adding a rule")
     named = _keys_named(adding)
     assert len(used) > 20 and used - named == set(), sorted(used - named)
+
+
+def test_every_command_skip_code_is_named_in_comments_md() -> None:
+    """Each code a command's skip carries (`record_skip(..., "command", f"CODE:{ref}")`, and the
+    refusals `not_allowed` / `not_maintainer`) is named in docs/comments.md's reference part
+    (above "## Measured"), so an operator reading /api/actions finds what it means: `no_kind`,
+    `unknown` and `unknown_thread` were recorded but unnamed there (docs82)."""
+    source = (ROOT / "bot" / "webhooks" / "commands.py").read_text(encoding="utf-8")
+    codes = set(re.findall(r"record_skip\([^)]*?\"command\", f\"([a-z_]+):", source))
+    codes |= set(re.findall(r"\brefuse\(\s*(?:ctx, data, )?\"([a-z_]+)\"", source))
+    assert {"not_installed", "not_allowed", "not_maintainer", "reply_rate"} <= codes, codes
+    text = (ROOT / "docs" / "comments.md").read_text(encoding="utf-8")
+    reference = text[:text.index("## Measured")]
+    assert not sorted(c for c in codes if f"`{c}:" not in reference and f"`{c}`" not in reference)

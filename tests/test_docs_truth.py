@@ -1242,3 +1242,19 @@ def test_every_command_skip_code_is_named_in_comments_md() -> None:
     text = (ROOT / "docs" / "comments.md").read_text(encoding="utf-8")
     reference = text[:text.index("## Measured")]
     assert not sorted(c for c in codes if f"`{c}:" not in reference and f"`{c}`" not in reference)
+
+
+def test_every_rule_summary_skip_code_is_named_in_its_section() -> None:
+    """Each code `bot/speaking/rule_summary.py` gives when it offers no rule summary is named
+    in docs/comments.md's "Rule-summary reply" (`not_proposal` aside: it is no skip, most
+    threads being no proposal; GitHub's refusals, `deleted` and `budget` are in the failure
+    comment's table, "the rule summary likewise"): the section told `failure_report`,
+    `low_confidence`, `maintainer_author`, `bot_author`, `closed`, `locked`, `muted`, `paused`
+    and `config_off` in words only (docs82)."""
+    source = (ROOT / "bot" / "speaking" / "rule_summary.py").read_text(encoding="utf-8")
+    codes = set(re.findall(r"(?:return \(?|= \(|reason = \(|quiet = \()\s*\"([a-z_]+)\",\s*f?\"",
+                           source))
+    assert {"not_proposal", "summarised_on_issue", "too_old", "config_off"} <= codes, codes
+    section = _section((ROOT / "docs" / "comments.md").read_text(encoding="utf-8"),
+                       "## Rule-summary reply")
+    assert not sorted(c for c in codes - {"not_proposal"} if f"`{c}`" not in section)

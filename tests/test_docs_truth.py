@@ -1258,3 +1258,18 @@ def test_every_rule_summary_skip_code_is_named_in_its_section() -> None:
     section = _section((ROOT / "docs" / "comments.md").read_text(encoding="utf-8"),
                        "## Rule-summary reply")
     assert not sorted(c for c in codes - {"not_proposal"} if f"`{c}`" not in section)
+
+
+def test_the_api_repos_fields_site_md_lists_are_reception_s() -> None:
+    """docs/site.md's JSON list names the fields of each `/api/repos` object, the ones
+    `bot.site.data.reception` builds (user82 added `suspended`; docs82 wrote the list)."""
+    import inspect
+
+    from bot.site import data
+
+    built = re.findall(r"^\s*\"([a-z_]+)\":", inspect.getsource(data.reception), re.M)
+    text = " ".join((ROOT / "docs" / "site.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"- `/api/repos`: one object per installed repository [^:]*: (.*?) \(the",
+                       text)
+    assert "suspended" in built and listed, built
+    assert re.findall(r"`([a-z_]+)`", listed.group(1)) == built

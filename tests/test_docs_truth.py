@@ -1128,3 +1128,148 @@ def test_the_catalog_counts_and_published_figures_the_docs_state_are_the_code_s(
             f"{PUBLISHED['reached']} of which reached") in study_md
     assert (f'"published": {{"date": "{PUBLISHED["date"]}", "papers": {PUBLISHED["papers"]}, '
             f'"reached": {PUBLISHED["reached"]}}}') in study_md
+
+
+# ------------------------------------------------------------------ docs82
+def _failure_comment_skip_codes() -> set[str]:
+    """The skip codes a failure comment records: the quiet rules' and the decision's
+    (`return "code", "reason"`, `CODE = ("code", "reason")`, `record_skip(..., "failure_comment",
+    "code", ...)` in bot/speaking/quiet.py and failure_comment.py), GitHub's refusals of the
+    comment (`posting.REFUSAL_REASONS`), a person's deletion and the daily budget."""
+    from bot.speaking import claims, posting
+
+    source = "".join((ROOT / "bot" / "speaking" / name).read_text(encoding="utf-8")
+                     for name in ("quiet.py", "failure_comment.py"))
+    codes = set(re.findall(
+        r"(?:return (?:False, )?\(?|= \(|\"failure_comment\", )\"([a-z_]+)\",\s*f?\"", source))
+    codes |= set(posting.REFUSAL_REASONS) | {posting.DELETED[0]}
+    codes |= set(re.findall(r"record_skip\([^)]*?kind, \"([a-z_]+)\"",
+                            Path(claims.__file__).read_text(encoding="utf-8")))
+    return codes
+
+
+def test_the_skip_codes_comments_md_lists_are_those_a_failure_comment_records() -> None:
+    """docs/comments.md's table under "When the app stays quiet" names every code a failure
+    comment's skip can carry, and only those: `issues_disabled` and `issue_deleted` (GitHub's
+    410) were recorded but missing from it (docs82)."""
+    table = _section((ROOT / "docs" / "comments.md").read_text(encoding="utf-8"),
+                     "## When the app stays quiet")
+    documented = {code for line in table.splitlines() if line.startswith("| `")
+                  for code in re.findall(r"`([a-z_]+)`", line.split("|")[1])}
+    code_side = _failure_comment_skip_codes()
+    assert {"not_failure", "budget", "suspended", "issue_deleted", "deleted"} <= code_side
+    assert documented == code_side, (f"recorded, not in the table: {code_side - documented}; "
+                                     f"in the table, never recorded: {documented - code_side}")
+
+
+def _keys_shown(value: object) -> set[str]:
+    return {k for k in value if k != "..."} if isinstance(value, dict) else set()
+
+
+def test_the_fields_study_md_s_json_shows_are_those_api_study_gives() -> None:
+    """docs/study.md's JSON example has the fields `/api/study` gives (`compute_study`, plus the
+    four `build_study` adds), at the top, per framework, per method and per catalog landing;
+    study82 added `published`, `reached` and `first_landing_days` (docs82)."""
+    import json
+
+    from analyzers.catalog import load_catalog
+    from analyzers.study import compute_study
+
+    text = (ROOT / "docs" / "study.md").read_text(encoding="utf-8")
+    shown = json.loads(re.search(r"## JSON\n\n```json\n(.*?)\n```", text, re.S).group(1))
+    study = compute_study(load_catalog(), [], {})
+    assert _keys_shown(shown) == set(study) | {"computed_at", "recorded_at", "how_to_fill"}
+    fw_shown, fw = shown["frameworks"]["verl"], study["frameworks"]["verl"]
+    assert _keys_shown(fw_shown) == set(fw)
+    assert _keys_shown(fw_shown["sets"]) == set(fw["sets"])
+    assert _keys_shown(fw_shown["proposals"]) == set(fw["proposals"])
+    assert _keys_shown(shown["published"]) == set(study["published"])
+    assert _keys_shown(shown["reached"]) == set(study["reached"])
+    assert _keys_shown(shown["methods"][0]) == set(study["methods"][0])
+    catalog_landing = next(x for x in shown["landings"] if not x["detected"])
+    assert _keys_shown(catalog_landing) == set(study["landings"][0])
+    assert _keys_shown(shown["review_records"]) == set(study["review_records"])
+    assert _keys_shown(shown["review_records"]["merged_prs"]) == set(
+        study["review_records"]["merged_prs"])
+
+
+def _keys_named(text: str) -> set[str]:
+    """The YAML keys a page names: in code spans (`key`, `key: value`) and at the start of a
+    line of its examples (`  - id: ...`, `    set_by_zh: ...`, `- {text: ...`)."""
+    return set(re.findall(r"`([a-z_]+)(?:: [^`]*)?`", text)) | set(
+        re.findall(r"^\s*-? ?\{?([a-z_]+):", text, re.M))
+
+
+def test_the_method_and_option_fields_catalog_md_names_are_the_loader_s() -> None:
+    """docs/catalog.md ("A method" and the paragraphs after it) names every field a method, a
+    paper, a caution and an option of methods.yaml can carry (`analyzers.catalog`'s records;
+    `Option.framework` is the key it stands under), and frameworks.yaml's; a field added to
+    the loader, such as zh82's `text_zh` and `set_by_zh`, fails here until it is written down
+    (docs82)."""
+    from dataclasses import fields
+
+    from analyzers.catalog import Caution, Framework, Method, Option, PaperRef
+
+    text = (ROOT / "docs" / "catalog.md").read_text(encoding="utf-8")
+    reference = text[text.index("## Files"):text.index("## Validation at load")]
+    named = _keys_named(reference) | set(re.findall(r"[{,] ?([a-z_]+):", reference))
+    loaded = {f.name for record in (Method, PaperRef, Caution, Option, Framework)
+              for f in fields(record) if not f.name.startswith("_")} - {"framework"}
+    assert loaded - named == set()
+
+
+def test_every_rule_key_the_pattern_table_uses_is_named_in_adding_a_rule() -> None:
+    """docs/rules.md's "Adding a rule" (its example entry and its "Keys:" list) names every key
+    a rule of analyzers/rules_patterns.yaml carries: rules82's `conditional` was written down,
+    six older keys (`bare_paths`, `lower`, `absence`, `permission`, `weak_first`,
+    `none_if_weak`) were not (docs82)."""
+    patterns = yaml.safe_load((ROOT / "analyzers" / "rules_patterns.yaml").read_text(encoding="utf-8"))
+    used = {key for rule in patterns["rules"] for key in rule}
+    adding = _section((ROOT / "docs" / "rules.md").read_text(encoding="utf-8"), "## Adding a rule")
+    named = _keys_named(adding)
+    assert len(used) > 20 and used - named == set(), sorted(used - named)
+
+
+def test_every_command_skip_code_is_named_in_comments_md() -> None:
+    """Each code a command's skip carries (`record_skip(..., "command", f"CODE:{ref}")`, and the
+    refusals `not_allowed` / `not_maintainer`) is named in docs/comments.md's reference part
+    (above "## Measured"), so an operator reading /api/actions finds what it means: `no_kind`,
+    `unknown` and `unknown_thread` were recorded but unnamed there (docs82)."""
+    source = (ROOT / "bot" / "webhooks" / "commands.py").read_text(encoding="utf-8")
+    codes = set(re.findall(r"record_skip\([^)]*?\"command\", f\"([a-z_]+):", source))
+    codes |= set(re.findall(r"\brefuse\(\s*(?:ctx, data, )?\"([a-z_]+)\"", source))
+    assert {"not_installed", "not_allowed", "not_maintainer", "reply_rate"} <= codes, codes
+    text = (ROOT / "docs" / "comments.md").read_text(encoding="utf-8")
+    reference = text[:text.index("## Measured")]
+    assert not sorted(c for c in codes if f"`{c}:" not in reference and f"`{c}`" not in reference)
+
+
+def test_every_rule_summary_skip_code_is_named_in_its_section() -> None:
+    """Each code `bot/speaking/rule_summary.py` gives when it offers no rule summary is named
+    in docs/comments.md's "Rule-summary reply" (`not_proposal` aside: it is no skip, most
+    threads being no proposal; GitHub's refusals, `deleted` and `budget` are in the failure
+    comment's table, "the rule summary likewise"): the section told `failure_report`,
+    `low_confidence`, `maintainer_author`, `bot_author`, `closed`, `locked`, `muted`, `paused`
+    and `config_off` in words only (docs82)."""
+    source = (ROOT / "bot" / "speaking" / "rule_summary.py").read_text(encoding="utf-8")
+    codes = set(re.findall(r"(?:return \(?|= \(|reason = \(|quiet = \()\s*\"([a-z_]+)\",\s*f?\"",
+                           source))
+    assert {"not_proposal", "summarised_on_issue", "too_old", "config_off"} <= codes, codes
+    section = _section((ROOT / "docs" / "comments.md").read_text(encoding="utf-8"),
+                       "## Rule-summary reply")
+    assert not sorted(c for c in codes - {"not_proposal"} if f"`{c}`" not in section)
+
+
+def test_the_api_repos_fields_site_md_lists_are_reception_s() -> None:
+    """docs/site.md's JSON list names the fields of each `/api/repos` object, the ones
+    `bot.site.data.reception` builds (user82 added `suspended`; docs82 wrote the list)."""
+    import inspect
+
+    from bot.site import data
+
+    built = re.findall(r"^\s*\"([a-z_]+)\":", inspect.getsource(data.reception), re.M)
+    text = " ".join((ROOT / "docs" / "site.md").read_text(encoding="utf-8").split())
+    listed = re.search(r"- `/api/repos`: one object per installed repository [^:]*: (.*?) \(the",
+                       text)
+    assert "suspended" in built and listed, built
+    assert re.findall(r"`([a-z_]+)`", listed.group(1)) == built

@@ -28,6 +28,7 @@ import yaml
 from analyzers import rules_structured as structured
 from analyzers.guide_places import sub_project_guides, sub_project_of
 from analyzers.rules_text import (
+    IT_IS_NOT_ASKED,
     MAX_CHARS,
     Segment,
     bounded_runs,
@@ -1212,6 +1213,7 @@ def waived_clauses(doc: Any, glossed: bool = False) -> list[int]:
     waived |= {clause_of[token.i] for token in doc if _permits(doc, token.i)
                and sentence_of[clause_of[token.i]] not in obliged}
     whole: set[int] = set()  # sentences waived as a whole
+    not_asked: set[int] = set()  # sentences ending "..., but it's not required" (rules85)
     for i, words in enumerate(texts):
         text = _EDGE_PUNCTUATION.sub("", "".join(words))
         if _BARE_WISH.search(text):
@@ -1224,10 +1226,15 @@ def waived_clauses(doc: Any, glossed: bool = False) -> list[int]:
                 whole.add(sentence_of[i] - 1)
         elif words[0].strip() in CONDITIONAL and tab.waived.match(text):
             whole.add(sentence_of[i])
+        elif IT_IS_NOT_ASKED.fullmatch(text):
+            not_asked.add(sentence_of[i])
     sentences: dict[int, str] = {}
     for i, words in enumerate(texts):
         sentences[sentence_of[i]] = sentences.get(sentence_of[i], "") + "".join(words)
     whole |= {s for s, text in sentences.items() if TOLD_AS_PAST.search(text)}
+    # ... and the question it answers ("Do I need an issue first? It's wise for a big change,
+    # but it's not a requirement."): the "?" that ends the question opens the answer's sentence
+    whole |= not_asked | {s - 1 for s in not_asked if sentences[s].lstrip().startswith("?")}
     waived |= {i for i, sentence in enumerate(sentence_of) if sentence in whole}
     others = [i for i, words in enumerate(texts) if _OTHERS_SUBJECT.match("".join(words).strip())]
     others += _other_guide_clauses([_EDGE_PUNCTUATION.sub("", "".join(words)) for words in texts])
@@ -1276,7 +1283,16 @@ def chosen_boxes(segments: list[Segment]) -> set[int]:
 def heading_waives(section: str) -> bool:
     """True when a heading is marked as not asked ("## Performance impact (optional)"): what
     is requested under it is not a rule."""
-    return any(is_bare_waiver(remark) for remark in _HEADING_REMARK.findall(section[:300]))
+    return (any(is_bare_waiver(remark) for remark in _HEADING_REMARK.findall(section[:300]))
+            or _WAIVING_HEADING.search(section[:300].split(" / ", 1)[0]) is not None)
+
+
+# A heading over what is not asked ("## Things you don't need to do", "## What you do not have to
+# do"): like such a list lead (lead_waives), what it lists states no rule (rules85). Only "need
+# to" / "have to" waivers: a heading's "optional" or "welcome" names a kind of contribution.
+_WAIVING_HEADING = re.compile(
+    r"\b(?:you|contributors|authors|we)\s{1,3}(?:do\s{1,3}not|don[’']?t|never)\s{1,3}(?:need|have)\s{1,3}to\b"
+    r"|\bno\s{1,3}need\s{1,3}to\b|^not\s{1,3}(?:required|needed)\b")
 
 
 def _command(code: str) -> str:
@@ -1708,7 +1724,7 @@ def _match(segments: list[Segment], kinds: dict[str, str], files: Mapping[str, s
                               else waived_clauses(doc, bool(seg.gloss)) if tab.waived.search(low := doc.text.lower())
                               or tab.contrast.search(low) or _MAY.search(low)
                               or _WISH_WORDS.search(low) or TOLD_AS_PAST.search(low)
-                              or _GUIDE_CUE.search(low) else [])
+                              or _GUIDE_CUE.search(low) or IT_IS_NOT_ASKED.search(low) else [])
                 if waived and not rule.permission and _group_waived(rule, matches, waived, strings):
                     continue
                 piece = _piece_of_hit(rule, matches, doc, strings) if rule.keep_condition else None

@@ -286,6 +286,15 @@ _NO_ANSWER = re.compile(
     r"|(?:it|that)(?:[’']s| is) (?:optional|not (?:required|needed|necessary))\b|optional\b"
     r"|(?:不需要|不用|不必|无需|無需|不要求|いいえ|不要です|必要(?:は)?ありません|아니요|아니오|필요(?:하지)? ?않))",
     re.I)
+# "..., feel free to open an issue, but it's not required": a last clause that says of all the
+# sentence before it, through "it" / "that", that it is not asked; an FAQ answer ending so
+# ("For a new plugin it's wise to open an issue first, but it's not a requirement") answers
+# its question no (rules85)
+IT_IS_NOT_ASKED = re.compile(
+    r"(?:but|though|although)\s{1,3}(?:it|that|this|doing\s{1,3}so)(?:[’']s|\s{1,3}is|\s{1,3}isn[’']t)?"
+    r"\s{1,3}(?:not\s{1,3}(?:required|a\s{1,3}requirement|necessary|mandatory|needed)"
+    r"|(?:entirely\s{1,3}|completely\s{1,3})?optional)", re.I)
+_ENDS_NOT_ASKED = re.compile(r"[,;]\s{0,3}(?:" + IT_IS_NOT_ASKED.pattern + r")[\W_]{0,5}$", re.I)
 # The label of an FAQ's answer ("A: No.", "Answer: ...", "R: Não.", "答：不需要"): read after it.
 _ANSWER_LABELS = r"(?:a|ans|answer|r|resp|resposta|respuesta|réponse|antwort|trả lời|đáp|答|回答|答え)\s{0,2}[:：]"
 _ANSWER_LABEL = re.compile(r"^" + _ANSWER_LABELS + r"\s*", re.I)
@@ -297,7 +306,8 @@ _ANSWER_EXCEPTION = re.compile(r"\b(?:but|unless|except|however|only|though|alth
 
 
 def _answers_no(answer: str) -> bool:
-    return bool(_NO_ANSWER.match(_ANSWER_LABEL.sub("", answer.lstrip("*_ "), count=1).lstrip("*_ ")))
+    return bool(_NO_ANSWER.match(_ANSWER_LABEL.sub("", answer.lstrip("*_ "), count=1).lstrip("*_ "))
+                or _ENDS_NOT_ASKED.search(answer))
 
 
 # An answer that limits what the question asks about to some cases ("Only if you contribute for

@@ -170,6 +170,13 @@ CASES = {
                                  "A: Only if you work at " + "a " * 20 + ".\n\nIn that case, add tests. "),
     "header-conditions": _fill("| If you change " + "a " * 30 + "... | do |\n|---|---|\n| x y | add a "
                                "changelog entry |\n"),
+    # rules85: offers "but it's not required", FAQ answers ending so, commas before a waiver
+    # that never comes, headings over what you need not do
+    "not-required-offers": _fill("Do I need an issue first? Feel free to open an issue first, but "
+                                 "it's not a requirement; " + ", but it is " * 8 + "x. "),
+    "commas-then-no-waiver": _fill(", but it" + "," * 40 + " but that is not"),
+    "need-not-headings": _fill("## Things you don't need to do\n\n- Update `CHANGELOG.md`: "
+                               "we do, but that's optional.\n"),
 }
 
 

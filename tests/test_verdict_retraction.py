@@ -268,3 +268,24 @@ async def test_a_verdict_while_suspended_is_not_stored_and_says_so(
     [v] = await verdicts(app_ctx)
     assert v.category == "kl_growth"
     assert len(fake_github.requests("POST", r"/issues/comments/950009/reactions")) == 1
+
+
+async def test_an_edit_naming_the_same_kind_otherwise_keeps_the_verdict(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """reread83: the kind written in another case or spelling (`KL-Growth` for `kl_growth`),
+    or `kind none` for `not-a-failure`, asks what the command asked: the verdict stands, no
+    retraction, no note (on main the words were compared, not the verdict: it was taken back
+    and the person told so)."""
+    posted, _ = await setup(app_ctx, fake_github, 47)
+    at = NOW - timedelta(minutes=2)
+    for comment_id, first, second in ((950020, "/rltracker kind kl_growth", "/rltracker kind KL-Growth"),
+                                       (950021, "/rltracker not-a-failure", "/rltracker kind none")):
+        await dispatch(app_ctx, payload(shared_dir, "created", 47, comment_id, first, at=at))
+        given = [(v.is_failure_report, v.category, v.comment_id) for v in await verdicts(app_ctx)]
+        await dispatch(app_ctx, payload(shared_dir, "edited", 47, comment_id, second, at=at,
+                                        before=first))
+        assert [(v.is_failure_report, v.category, v.comment_id)
+                for v in await verdicts(app_ctx)] == given
+        assert await retractions(app_ctx, 47) == []
+        assert [c for c in fake_github.comments_of(VERL, 47) if "note-to:" in c["body"]] == []
+        at += timedelta(minutes=1)

@@ -327,8 +327,14 @@ ARGUMENT_COMMANDS = ("methods", "kind")  # the others take no words after them
 
 def _asks(command: tuple[str, list[str]]) -> tuple[str, tuple[str, ...]]:
     """What a command line asks: its word, and the words after it for a command that reads
-    them (`/rltracker ignore` and `/rltracker ignore, thanks` ask the same)."""
+    them (`/rltracker ignore` and `/rltracker ignore, thanks` ask the same). A verdict is what
+    it gives (`parse_verdict`): `kind KL-Growth` asks what `kind kl_growth` does, and `kind
+    none` what `not-a-failure` does, so an edit between them neither takes it back nor is
+    told it changed (reread83)."""
     word, args = command
+    verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
+    if verdict is not None:
+        return "verdict", (verdict[1] or "",) if verdict[0] else ("none",)
     return word, tuple(args) if word in ARGUMENT_COMMANDS else ()
 
 

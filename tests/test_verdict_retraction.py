@@ -289,3 +289,31 @@ async def test_an_edit_naming_the_same_kind_otherwise_keeps_the_verdict(
         assert await retractions(app_ctx, 47) == []
         assert [c for c in fake_github.comments_of(VERL, 47) if "note-to:" in c["body"]] == []
         at += timedelta(minutes=1)
+
+
+async def test_a_verdict_given_while_a_retraction_shows_the_comment_again_stands(
+        app_ctx: Any, fake_github: Any, shared_dir: Path) -> None:
+    """reread83: two deliveries at once. `not-a-failure` deleted: while its retraction reads
+    the app's comment to show it again, a new `not-a-failure` is handled (the
+    fake server hands it in at that read: the interleaving of two deliveries in one worker
+    batch, made certain; the author again, in a new comment). The new verdict stands, so the comment stays hidden and the thread
+    muted (on main the retraction went on to show the comment the new verdict hides)."""
+    posted, github = await setup(app_ctx, fake_github, 48)
+    at = NOW - timedelta(minutes=3)
+    await dispatch(app_ctx, payload(shared_dir, "created", 48, 950030, "/rltracker not-a-failure", at=at))
+    assert github.minimized == {posted["node_id"]: True}
+    handed_in: list[bool] = []
+
+    async def answer(query: str, variables: dict[str, Any]) -> dict[str, Any]:
+        if "nodes(" in query and not handed_in:
+            handed_in.append(True)
+            await dispatch(app_ctx, payload(shared_dir, "created", 48, 950031,
+                                            "/rltracker not-a-failure",
+                                            at=at + timedelta(minutes=1)))
+        return github(query, variables)
+
+    fake_github.graphql_handler = answer
+    await dispatch(app_ctx, payload(shared_dir, "deleted", 48, 950030, "/rltracker not-a-failure", at=at))
+    assert handed_in == [True]
+    assert [(v.is_failure_report, v.comment_id) for v in await verdicts(app_ctx)] == [(False, 950031)]
+    assert github.minimized == {posted["node_id"]: True} and await muted(app_ctx, 48)

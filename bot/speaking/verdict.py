@@ -481,6 +481,11 @@ async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: i
         await settle_verdict(ctx, repo, number, installation_id, dry_run=dry_run)
     elif outcome == "analyzer":
         await _back_to_analyzer(ctx, repo, number, installation_id, dry_run)
+        if await _stored_is(ctx, repo, number) is not None:
+            # A verdict given while this one's undoing ran (two deliveries at once): its work,
+            # done before the undoing finished, was partly undone (the comment shown again,
+            # the mute lifted); done again, as settle_verdict does for verdicts in a row.
+            await settle_verdict(ctx, repo, number, installation_id, dry_run=dry_run)
     restored = await _stored_is(ctx, repo, number) if outcome == "restored" else None
     word = str(details.get("command"))
     back = ("the verdict before it" if outcome == "restored" else

@@ -236,11 +236,35 @@ def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
 
+# Words whose full stop ends no sentence: the splitter cut grpo's caution "(see Dr. GRPO and
+# token-level loss)" after "Dr.", and a comment shows one clause of a caution (review left83).
+# Matched in any case, as a word of their own; a version ("v0.3.", "v0.4.1.") is one too.
+ABBREVIATIONS = ("Dr.", "e.g.", "i.e.", "vs.", "et al.", "cf.", "Fig.", "Eq.", "approx.")
+_ABBREVIATION_END = re.compile(
+    r"(?:^|[\s(\[\"'])(?:" + "|".join(re.escape(a) for a in ABBREVIATIONS)
+    + r"|v\d+(?:\.\d+)*\.)$", re.IGNORECASE)
+# The longest abbreviation looked back at (a version longer than this is not one).
+_ABBREVIATION_SPAN = 24
+_STOP = re.compile(r"[.;] ")
+
+
 def clauses(text: str) -> list[str]:
     """The sentences and ';'-separated clauses of an English catalog text, each ending with a
-    full stop: the pieces a comment shows one of (a caution's clause about the framework)."""
+    full stop: the pieces a comment shows one of (a caution's clause about the framework). A
+    full stop ends one unless it is an abbreviation's (ABBREVIATIONS)."""
+    text = " ".join(text.split())
+    pieces: list[str] = []
+    start = 0
+    for stop in _STOP.finditer(text):
+        end = stop.start() + 1
+        if text[stop.start()] == "." and _ABBREVIATION_END.search(
+                text[max(start, end - _ABBREVIATION_SPAN):end]):
+            continue
+        pieces.append(text[start:end].rstrip(";"))
+        start = stop.end()
+    pieces.append(text[start:])
     out: list[str] = []
-    for sentence in " ".join(text.split()).replace("; ", ". ").split(". "):
+    for sentence in pieces:
         sentence = sentence.strip()
         if sentence:
             out.append(sentence[0].upper() + sentence[1:] + ("" if sentence.endswith(".") else "."))

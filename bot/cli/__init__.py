@@ -11,7 +11,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import date
 from typing import TextIO
 
@@ -302,6 +302,58 @@ def _name_subcommands(parser: argparse.ArgumentParser) -> None:
                 _name_subcommands(child)
 
 
+# The namespace attribute prefix under which a conditional option records that it was given
+# (its option string and itself): read and removed by parse_arguments.
+_GIVEN = "_given_"
+
+
+def _applies(action: argparse.Action, when: Callable[[argparse.Namespace], bool]) -> None:
+    """The one rule for options that do something only with others (reread82, left83): given
+    where `when(args)` is false, the option would be accepted and do nothing (`repos --json
+    resume X` resumed and printed no JSON), so parse_arguments refuses it as an unknown flag."""
+
+    class _Recorded(type(action)):  # type: ignore[misc]
+        def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: object, option_string: str | None = None) -> None:
+            super().__call__(parser, namespace, values, option_string)
+            setattr(namespace, _GIVEN + self.dest, (option_string, self))
+
+    action.__class__ = _Recorded
+    action.applies = when  # type: ignore[attr-defined]
+
+
+def _parent_options_apply_alone(parser: argparse.ArgumentParser) -> None:
+    """A command whose subcommand is optional (`repos`, `deliveries`): its own options are
+    the listing's, done when no subcommand is given; before a subcommand they did nothing."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if not action.required:
+                slot = action.dest
+                for option in parser._actions:
+                    if option.option_strings and not isinstance(option, argparse._HelpAction):
+                        _applies(option, lambda args, slot=slot: getattr(args, slot) is None)
+            for child in dict.fromkeys(action.choices.values()):
+                _parent_options_apply_alone(child)
+
+
+def parse_arguments(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed arguments; an unknown flag, or one given where it does nothing (_applies),
+    is one line naming the subcommand and its help, exit 2."""
+    args, unknown = parser.parse_known_args(argv)
+    for key in [k for k in vars(args) if k.startswith(_GIVEN)]:
+        option_string, action = getattr(args, key)
+        delattr(args, key)
+        if not action.applies(args):
+            unknown.append(option_string)
+    if unknown:
+        # argparse says a subcommand's unknown flag as the top parser's ("rltracker:
+        # unrecognized arguments: --jsn (see `rltracker --help`)"), whose help lists no flag of
+        # the subcommand: said as the subcommand's, pointing at its help (user79).
+        parser.prog = f"{parser.prog} {command_name(args)}"
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rltracker", description=DESCRIPTION, epilog=EXIT_STATUS)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -324,9 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-worker", action="store_true", help="accept deliveries, do not process")
     p.add_argument("--no-backfill", action="store_true",
                    help="do not start the first backfill (with a token and an empty database)")
-    p.add_argument("--workers", type=_jobs, default=0, metavar="N",
+    workers = p.add_argument("--workers", type=_jobs, default=0, metavar="N",
                    help="run the inbox worker in N processes beside the web process (at most "
                         "1024; default 0: inside it; SQLite takes 1)")
+    _applies(workers, lambda args: not args.no_worker)
 
     p = sub.add_parser("migrate", help="alembic upgrade head on DATABASE_URL",
                        description="Upgrades the database to this version's latest migration, "
@@ -359,8 +412,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--papers", type=_path, metavar="POOL",
                    help="extra paper pool (JSON lines, - for stdin), matched in addition to the "
                         "catalog's; its index is saved in the cache for the next run")
-    p.add_argument("--no-cache", action="store_true",
-                   help="build the pool's index, neither read nor save it in the cache")
+    no_cache = p.add_argument("--no-cache", action="store_true",
+                              help="with --papers: build the pool's index, neither read nor "
+                                   "save it in the cache")
     p.add_argument("-o", "--output", type=_path, default="-", metavar="OUT",
                    help="analysis records, - for stdout (the default); a file is replaced whole "
                         "when the command runs through (exit 0 or 1)")
@@ -368,6 +422,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="analyse in N processes (at most 1024), same output in the same order "
                         "(0: one per CPU; default: one per CPU for an input file of 1 MiB or more, else 1; "
                         "needs fork, i.e. Linux)")
+    _applies(no_cache, lambda args: args.papers is not None)
 
     p = sub.add_parser("replay", help="send payload files as signed deliveries",
                        epilog="exit status: 0 every answer was 2xx; 1 some answer was not (or a "
@@ -515,6 +570,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("study", help="the study: landings, per framework, review records",
                        epilog="exit status: 0 printed; 1 the database failed; 2 a bad setting.")
     p.add_argument("--json", action="store_true", help="the study as JSON, as GET /api/study")
+    _parent_options_apply_alone(parser)
     _add_debug_flag(parser, top=True)
     _name_subcommands(parser)
     return parser
@@ -618,13 +674,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reconfigure is not None:
         reconfigure(errors="backslashreplace")
     parser = build_parser()
-    args, unknown = parser.parse_known_args(argv)
-    if unknown:
-        # argparse says a subcommand's unknown flag as the top parser's ("rltracker:
-        # unrecognized arguments: --jsn (see `rltracker --help`)"), whose help lists no flag of
-        # the subcommand: said as the subcommand's, pointing at its help (user79).
-        parser.prog = f"{parser.prog} {command_name(args)}"
-        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    args = parse_arguments(parser, argv)
     module_name, _, func_name = COMMANDS[args.command].partition(":")
     stdout = sys.stdout
     if not isinstance(stdout, _ClosedStream):

@@ -200,11 +200,9 @@ def _trailing_group(text: str) -> int:
 
 
 def first_sentence(text: str, limit: int = MAX_CAUTION) -> str:
-    text = " ".join(text.split())
-    for stop in (". ", "; "):
-        idx = text.find(stop)
-        if 0 < idx < limit:
-            return text[: idx + 1].rstrip(";") + ("" if stop == ". " else ".")
+    """The first clause of `text` as the catalog cuts it (analyzers.catalog.clauses: not at an
+    abbreviation's full stop), cut at a word before `limit` characters when longer."""
+    text = next(iter(clauses(text)), "")
     if len(text) <= limit:
         return text
     cut = text.rfind(" ", 0, limit)

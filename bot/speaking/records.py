@@ -50,6 +50,22 @@ async def record_once(ctx: Any, **fields: Any) -> bool:
     return True
 
 
+def comment_ref(kind: str | None, comment_id: int) -> str:
+    """A comment as command keys and markers name it: review comments and reviews are
+    numbered apart from issue and discussion comments (`kind` "review", "review_comment")."""
+    return str(comment_id) if kind is None else f"{kind}:{comment_id}"
+
+
+def command_key(repo: str, number: int, ref: str) -> str:
+    """The once-only key of the command in comment `ref` (`comment_ref`, or `opening:{word}`)."""
+    return f"{repo}#{number}:command:{ref}"
+
+
+def ref_of_command_key(key: str) -> str:
+    """The comment `ref` a `command_key` was made with."""
+    return key.rsplit(":command:", 1)[-1]
+
+
 def skip_key(repo: str, number: int | None, kind: str, code: str) -> str:
     """The once-only key of a skip: one per thread, kind and reason."""
     return f"{repo}#{number}:{kind}:skip:{code}"

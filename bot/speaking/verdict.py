@@ -38,6 +38,7 @@ from bot.speaking.failure_comment import (
     update_failure_comment,
     with_verdict,
 )
+from bot.speaking.records import command_key, comment_ref, record_once, ref_of_command_key
 from bot.speaking.repo_config import get_repo_config
 from bot.speaking.situation import failure_key, load_situation, rules_key
 from bot.store.models import Action
@@ -366,7 +367,7 @@ async def _previous_verdict(ctx: Any, repo: str, number: int, key: str,
             if details.get("command") not in VERDICT_WORDS or details.get(RETRACTED):
                 continue
             given = details.get("given")
-            ref = (row.dedupe_key or "").rsplit(":command:", 1)[-1]
+            ref = ref_of_command_key(row.dedupe_key or "")
             kind, _, raw_id = ref.rpartition(":")
             if not raw_id.isdigit() or kind not in ("", "review", "review_comment"):
                 continue  # (an opening post's command, or a retraction's record)
@@ -432,10 +433,9 @@ async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: i
     of its own (`{command key}:retracted`, shown on the thread page and /api/actions).
     Returns what happened: "restored" (to an earlier verdict), "analyzer", "later_verdict"
     (a later verdict stands: nothing to undo), or None (no verdict done by that comment)."""
-    from bot.speaking.records import record_once
     from bot.store.verdicts import retract_verdict
 
-    key = f"{repo}#{number}:command:{ref}"
+    key = command_key(repo, number, ref)
     async with ctx.sessionmaker() as session:
         action = await session.scalar(select(Action).where(Action.dedupe_key == key))
         details = dict(action.details or {}) if action is not None else {}
@@ -471,9 +471,10 @@ async def retract(ctx: Any, repo: str, number: int, ref: str, installation_id: i
         async with ctx.sessionmaker() as session:
             cid = int(previous.get("comment_id") or 0)
             again = await session.scalar(select(Action).where(Action.dedupe_key.in_(
-                [f"{repo}#{number}:command:{kind}{cid}" for kind in ("", "review:", "review_comment:")])))
+                [command_key(repo, number, comment_ref(kind, cid))
+                 for kind in (None, "review", "review_comment")])))
         if again is not None and (again.details or {}).get(RETRACTED) and _depth < SETTLE_ROUNDS:
-            ref_again = (again.dedupe_key or "").rsplit(":command:", 1)[-1]
+            ref_again = ref_of_command_key(again.dedupe_key or "")
             outcome = await retract(ctx, repo, number, ref_again, installation_id,
                                     why=str(again.details[RETRACTED]), dry_run=dry_run,
                                     _depth=_depth + 1) or "analyzer"

@@ -79,7 +79,7 @@ from bot.speaking.posting import (
     reply_once,
 )
 from bot.speaking.quiet import MAINTAINERS
-from bot.speaking.records import record_once, record_skip
+from bot.speaking.records import command_key, comment_ref, record_once, record_skip
 from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
@@ -461,9 +461,9 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     comment_id = int(comment.get("id") or 0)
     # The comment as keys and markers name it: review comments and reviews are numbered apart
     # from issue comments.
-    ref = str(comment_id) if kind is None else f"{kind}:{comment_id}"
+    ref = comment_ref(kind, comment_id)
     word, args = parsed
-    key = f"{repo}#{number}:command:{ref}"
+    key = command_key(repo, number, ref)
     stored_kind = kind or ("discussion_comment" if event.event == "discussion_comment" else "comment")
     # A discussion comment: answered in its thread (the one it replies in, or its own when it
     # is a top-level comment), under the command as GitHub shows a reply to it.
@@ -750,7 +750,7 @@ async def _refuse(
         who = login.lower() if login else ref  # (a payload naming nobody: once for that comment)
         dry_run = effective_dry_run(ctx, await get_repo_config(ctx, repo, installation_id))
         await _note(ctx, repo, number, installation_id, problem,
-                    f"{repo}#{number}:command:{slot}:{who}",
+                    command_key(repo, number, f"{slot}:{who}"),
                     (data.get("discussion") or {}).get("node_id"), dry_run, ref,
                     delivery_id=delivery_of(data), in_thread=in_thread, stranger=True)
     return "help" if slot == "help" else "not_allowed"
@@ -1043,7 +1043,7 @@ async def handle_opening_command(event: sansio.Event, ctx: Any) -> str:
         return "ignored_bot"
     is_author = login is not None and login == author
     ref = f"opening:{word}"
-    key = f"{repo}#{number}:command:{ref}"
+    key = command_key(repo, number, ref)
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         return await _not_installed(ctx, repo, number, ref, word)
     if not is_author and (login is None
@@ -1111,7 +1111,7 @@ async def handle_retraction(event: sansio.Event, ctx: Any) -> str | None:
     repo = canonical_repo((data.get("repository") or {}).get("full_name") or "")
     number = int(thread_data["number"])
     installation_id = (data.get("installation") or {}).get("id")
-    ref = str(int(comment["id"])) if kind is None else f"{kind}:{int(comment['id'])}"
+    ref = comment_ref(kind, int(comment["id"]))
     if installation_id is not None and await _silenced(ctx, repo, int(installation_id)):
         await _not_installed(ctx, repo, number, f"retract:{ref}", "retract")
         return "not_installed"

@@ -342,7 +342,7 @@ async def settle_verdict(ctx: Any, repo: str, number: int, installation_id: int 
 
 # --- a verdict taken back ----------------------------------------------------------------------
 
-VERDICT_WORDS = ("kind", "not-a-failure")
+VERDICT_WORDS = ("kind", "not-a-failure")  # the commands that give a verdict (also bot.webhooks.commands)
 RETRACTED = "retracted"  # the command action's details: why it no longer stands (deleted / edited)
 
 

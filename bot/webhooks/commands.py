@@ -83,7 +83,7 @@ from bot.speaking.records import command_key, comment_ref, record_once, record_s
 from bot.speaking.render import command_note, is_app_comment, methods_reply, rules_reply
 from bot.speaking.repo_config import effective_dry_run, get_repo_config
 from bot.speaking.rule_summary import rules_markdown
-from bot.speaking.verdict import minimize_comments, mute_thread, settle_verdict
+from bot.speaking.verdict import VERDICT_WORDS, minimize_comments, mute_thread, settle_verdict
 from bot.store.models import Action, Repository
 from bot.store.privacy import stored_private
 from bot.store.types import parse_datetime
@@ -94,7 +94,6 @@ log = logging.getLogger(__name__)
 router = Router()
 
 COMMANDS = ("recheck", "ignore", "stop", "methods", "rules", "kind", "not-a-failure", "resume")
-VERDICT_COMMANDS = ("kind", "not-a-failure")
 THREAD_COMMANDS = ("recheck", "ignore", "stop")  # act on the stored thread (as verdicts do)
 # Replies and notes the app posts on one thread in an hour at most (anyone may open an issue
 # and so use the commands on it; each comment is answered once, but comments cost nothing):
@@ -332,7 +331,7 @@ def _asks(command: tuple[str, list[str]]) -> tuple[str, tuple[str, ...]]:
     none` what `not-a-failure` does, so an edit between them neither takes it back nor is
     told it changed (reread83)."""
     word, args = command
-    verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
+    verdict = parse_verdict(word, args) if word in VERDICT_WORDS else None
     if verdict is not None:
         return "verdict", (verdict[1] or "",) if verdict[0] else ("none",)
     return word, tuple(args) if word in ARGUMENT_COMMANDS else ()
@@ -535,8 +534,8 @@ async def handle_command(event: sansio.Event, ctx: Any) -> str:
     if word == "resume" and association not in MAINTAINERS:
         return await refuse("not_maintainer", "only a maintainer of the repository may resume "
                             "the app's comments there")
-    verdict = parse_verdict(word, args) if word in VERDICT_COMMANDS else None
-    if word in VERDICT_COMMANDS and verdict is None:
+    verdict = parse_verdict(word, args) if word in VERDICT_WORDS else None
+    if word in VERDICT_WORDS and verdict is None:
         from analyzers.catalog import load_catalog
 
         await record_skip(ctx, repo, number, "command", f"unknown_kind:{ref}",
@@ -1095,7 +1094,7 @@ async def handle_retraction(event: sansio.Event, ctx: Any) -> str | None:
         why = "deleted"
     elif data.get("action") == "edited":
         before = _commands_before_edit(data)
-        if not isinstance(before, list) or not before or before[0][0] not in VERDICT_COMMANDS:
+        if not isinstance(before, list) or not before or before[0][0] not in VERDICT_WORDS:
             return None
         after = parse_commands(body)
         if after and _asks(after[0]) == _asks(before[0]):
